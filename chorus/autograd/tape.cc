@@ -1,0 +1,138 @@
+#include "chorus/autograd/tape.h"
+
+#include <atomic>
+#include <cstring>
+
+#include "chorus/core/creation.h"
+
+namespace chorus::autograd {
+namespace {
+
+thread_local GradientTape* t_current_tape = nullptr;
+std::atomic<uint64_t> g_next_tape_id{1};  // ids are never reused, so stale slots never match
+
+// a + b into a new tensor (gradients may alias other tensors, so never in place).
+Tensor add_gradients(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) {
+    throw_error("{} backward: gradients of one tensor disagree: shape {} {} vs {} {}", op, a.shape().to_string(),
+                dtype_name(a.dtype()), b.shape().to_string(), dtype_name(b.dtype()));
+  }
+  Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+  const int64_t n = a.numel();
+  if (a.dtype() == kFloat32) {
+    const float *x = a.data<float>(), *y = b.data<float>();
+    float* z = out.data<float>();
+    for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+  } else {
+    const bfloat16 *x = a.data<bfloat16>(), *y = b.data<bfloat16>();
+    bfloat16* z = out.data<bfloat16>();
+    for (int64_t i = 0; i < n; ++i) z[i] = bfloat16(float(x[i]) + float(y[i]));
+  }
+  return out;
+}
+
+}  // namespace
+
+GradientTape* current_tape() { return t_current_tape; }
+
+GradientTape::GradientTape(bool persistent)
+    : id_(g_next_tape_id.fetch_add(1, std::memory_order_relaxed)), persistent_(persistent), previous_(t_current_tape) {
+  t_current_tape = this;
+}
+
+GradientTape::~GradientTape() { t_current_tape = previous_; }
+
+void GradientTape::watch(const Tensor& tensor) {
+  if (!is_floating(tensor.dtype())) {
+    throw_error<DTypeError>("GradientTape::watch: only floating tensors have gradients, got dtype {}",
+                            dtype_name(tensor.dtype()));
+  }
+  if (slot_of(tensor) >= 0) return;
+  leaf_slots_.emplace(tensor.impl(), num_slots_++);
+  leaf_keepalive_.push_back(tensor);
+}
+
+int32_t GradientTape::slot_of(const Tensor& tensor) {
+  const TensorImpl* impl = tensor.impl();
+  if (impl->autograd.tape_id == id_) return impl->autograd.slot;
+  if (!impl->autograd.trainable && leaf_slots_.empty()) return -1;
+  auto it = leaf_slots_.find(impl);
+  if (it != leaf_slots_.end()) return it->second;
+  if (!impl->autograd.trainable) return -1;
+  leaf_slots_.emplace(impl, num_slots_);
+  leaf_keepalive_.push_back(tensor);
+  return num_slots_++;
+}
+
+void GradientTape::add_record(const char* op, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+                              BackwardFn backward) {
+  Record record{op, {}, {}, std::move(backward)};
+  record.input_slots.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    record.input_slots.push_back(t.defined() && is_floating(t.dtype()) ? slot_of(t) : -1);
+  }
+  record.output_slots.reserve(outputs.size());
+  for (const Tensor& t : outputs) {
+    // Outputs are fresh tensors of this thread, so writing their slot cannot race.
+    t.impl()->autograd.tape_id = id_;
+    t.impl()->autograd.slot = num_slots_;
+    record.output_slots.push_back(num_slots_++);
+  }
+  records_.push_back(std::move(record));
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const Tensor> sources,
+                                           const Tensor& output_gradient) {
+  if (used_ && !persistent_) {
+    throw Error("GradientTape::gradient: a non-persistent tape can compute gradients only once; "
+                "construct it with persistent=true to call gradient() again");
+  }
+  used_ = true;
+  NoGradGuard no_grad;  // backward functions run ops that must not be recorded
+
+  const int32_t target_slot = slot_of(target);
+  std::vector<Tensor> grads(static_cast<size_t>(num_slots_));
+  if (target_slot >= 0) {
+    Tensor seed = output_gradient.defined() ? output_gradient : ones(target.shape(), target.dtype(), target.device());
+    if (seed.shape() != target.shape()) {
+      throw_error<ShapeError>("GradientTape::gradient: output_gradient has shape {}, but target has shape {}",
+                              seed.shape().to_string(), target.shape().to_string());
+    }
+    grads[target_slot] = seed;
+  }
+
+  // Records are in execution order, a topological order: walk it backwards.
+  for (size_t r = records_.size(); r-- > 0;) {
+    Record& record = records_[r];
+    bool reached = false;
+    std::vector<Tensor> grad_outputs;
+    grad_outputs.reserve(record.output_slots.size());
+    for (int32_t slot : record.output_slots) {
+      grad_outputs.push_back(grads[slot]);
+      reached = reached || grads[slot].defined();
+    }
+    if (reached) {
+      std::vector<Tensor> grad_inputs = record.backward(grad_outputs);
+      for (size_t i = 0; i < record.input_slots.size() && i < grad_inputs.size(); ++i) {
+        const int32_t slot = record.input_slots[i];
+        if (slot < 0 || !grad_inputs[i].defined()) continue;
+        grads[slot] = grads[slot].defined() ? add_gradients(record.op, grads[slot], grad_inputs[i]) : grad_inputs[i];
+      }
+    }
+    if (!persistent_) record.backward = nullptr;  // frees the saved tensors now
+  }
+  if (!persistent_) records_.clear();
+
+  std::vector<Tensor> result;
+  result.reserve(sources.size());
+  for (const Tensor& source : sources) {
+    const int32_t slot = source.defined() ? slot_of(source) : -1;
+    result.push_back(slot >= 0 && static_cast<size_t>(slot) < grads.size() ? grads[slot] : Tensor());
+  }
+  return result;
+}
+
+NoGradGuard::NoGradGuard() : saved_(t_current_tape) { t_current_tape = nullptr; }
+NoGradGuard::~NoGradGuard() { t_current_tape = saved_; }
+
+}  // namespace chorus::autograd

@@ -1,0 +1,131 @@
+// GradientTape: reverse-mode differentiation on a per-thread tape (tf.GradientTape).
+// While a tape is alive and recording, every differentiable op run on *its own thread*
+// whose inputs are tracked appends a record (inputs, outputs, backward function); the
+// tape is this thread's alone, so replicas on different threads never share autograd
+// state. Trainable Variables are watched automatically; other tensors through watch().
+//
+//   autograd::GradientTape tape;
+//   Tensor loss = ops::mean(ops::square(ops::matmul(x, w) - y));
+//   std::vector<Tensor> grads = tape.gradient(loss, {w});
+//
+// Gradients from every use of a tensor accumulate (sum). Tapes nest: only the innermost
+// tape records, and the previous one is restored when a tape is destroyed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "chorus/core/tensor.h"
+
+namespace chorus::autograd {
+
+// Computes the gradients of a record's inputs from those of its outputs. Receives one
+// gradient per output (undefined where no gradient reached that output) and returns one
+// per input (undefined where the input gets none). Runs with recording off.
+using BackwardFn = std::function<std::vector<Tensor>(std::span<const Tensor> grad_outputs)>;
+
+class GradientTape {
+ public:
+  // A persistent tape keeps its records, so gradient() may be called more than once; a
+  // non-persistent one frees each record as the backward pass consumes it (TF's rule).
+  explicit GradientTape(bool persistent = false);
+  ~GradientTape();
+  GradientTape(const GradientTape&) = delete;
+  GradientTape& operator=(const GradientTape&) = delete;
+
+  // Tracks `tensor` (e.g. an input) as a source of gradients from now on.
+  void watch(const Tensor& tensor);
+
+  // d target / d source for each source, summed over every path. An undefined tensor
+  // where a source is not connected to target (Keras's None). `output_gradient`
+  // defaults to ones shaped like target. Throws Error if a non-persistent tape is asked
+  // twice, or if output_gradient's shape differs from target's.
+  std::vector<Tensor> gradient(const Tensor& target, std::span<const Tensor> sources,
+                               const Tensor& output_gradient = Tensor());
+  std::vector<Tensor> gradient(const Tensor& target, std::initializer_list<Tensor> sources,
+                               const Tensor& output_gradient = Tensor()) {
+    return gradient(target, std::span<const Tensor>(sources.begin(), sources.size()), output_gradient);
+  }
+
+  // Number of records held (for tests and memory accounting).
+  size_t num_records() const { return records_.size(); }
+
+  // Internal: used by record() below.
+  int32_t slot_of(const Tensor& tensor);
+  void add_record(const char* op, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+                  BackwardFn backward);
+
+ private:
+  struct Record {
+    const char* op;
+    std::vector<int32_t> input_slots;   // -1: untracked input
+    std::vector<int32_t> output_slots;
+    BackwardFn backward;
+  };
+
+  uint64_t id_;
+  bool persistent_;
+  bool used_ = false;
+  int32_t num_slots_ = 0;
+  std::vector<Record> records_;
+  // Slots of tracked tensors this tape did not produce: watched tensors and variables.
+  std::unordered_map<const TensorImpl*, int32_t> leaf_slots_;
+  std::vector<Tensor> leaf_keepalive_;  // keeps leaf impl addresses from being reused
+  GradientTape* previous_;
+};
+
+// The innermost tape of this thread that is recording, or nullptr.
+GradientTape* current_tape();
+// Whether an op run now on this thread would be recorded.
+inline bool is_recording() { return current_tape() != nullptr; }
+
+// Suspends recording on this thread for its lifetime (tf.stop_recording / no_grad).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  GradientTape* saved_;
+};
+
+// Records an op on the current tape when one is recording and any floating input is
+// tracked. `make_backward` is called only then, so ops pay nothing when not recorded;
+// it returns the BackwardFn (typically a lambda capturing what backward needs).
+//
+//   record("multiply", {a, b}, {out}, [&] { return [a, b](std::span<const Tensor> g) {...}; });
+// `op` must be a string literal (it is kept, not copied).
+template <class MakeBackward>
+void record(const char* op, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor> outputs,
+            MakeBackward&& make_backward) {
+  GradientTape* tape = current_tape();
+  if (tape == nullptr) return;
+  bool any_tracked = false;
+  for (const Tensor& t : inputs) {
+    if (t.defined() && is_floating(t.dtype()) && tape->slot_of(t) >= 0) any_tracked = true;
+  }
+  if (!any_tracked) return;
+  tape->add_record(op, std::span<const Tensor>(inputs.begin(), inputs.size()),
+                   std::span<const Tensor>(outputs.begin(), outputs.size()), BackwardFn(make_backward()));
+}
+
+// The same for ops with a variable number of inputs or outputs.
+template <class MakeBackward>
+void record(const char* op, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+            MakeBackward&& make_backward) {
+  GradientTape* tape = current_tape();
+  if (tape == nullptr) return;
+  bool any_tracked = false;
+  for (const Tensor& t : inputs) {
+    if (t.defined() && is_floating(t.dtype()) && tape->slot_of(t) >= 0) any_tracked = true;
+  }
+  if (!any_tracked) return;
+  tape->add_record(op, inputs, outputs, BackwardFn(make_backward()));
+}
+
+}  // namespace chorus::autograd

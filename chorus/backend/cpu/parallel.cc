@@ -1,0 +1,36 @@
+#include "chorus/backend/cpu/parallel.h"
+
+#include <xmmintrin.h>
+
+namespace chorus::backend::cpu {
+namespace {
+
+constexpr unsigned kFlushToZero = 0x8000;      // MXCSR.FTZ
+constexpr unsigned kDenormalsAreZero = 0x0040;  // MXCSR.DAZ
+
+thread_local int t_threads = 0;  // 0: not set, use OpenMP's default
+
+// Flushes denormals on the thread that loads the library, so that single-threaded code
+// and threads it later creates (which inherit MXCSR) start with FTZ/DAZ on.
+[[maybe_unused]] const bool g_main_thread_flushes = [] {
+  enable_flush_denormal();
+  return true;
+}();
+
+}  // namespace
+
+int intra_op_threads() { return t_threads > 0 ? t_threads : omp_get_max_threads(); }
+
+void set_intra_op_threads(int threads) {
+  t_threads = std::max(1, threads);
+  omp_set_num_threads(t_threads);
+}
+
+void enable_flush_denormal() { _mm_setcsr(_mm_getcsr() | kFlushToZero | kDenormalsAreZero); }
+
+bool flush_denormal_enabled() {
+  const unsigned mask = kFlushToZero | kDenormalsAreZero;
+  return (_mm_getcsr() & mask) == mask;
+}
+
+}  // namespace chorus::backend::cpu

@@ -1,0 +1,65 @@
+// Element types of a Tensor and their properties. Pure values; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "chorus/core/bfloat16.h"
+
+namespace chorus {
+
+enum class DType : uint8_t { kFloat32, kBFloat16, kInt32, kInt64, kBool };
+
+inline constexpr DType kFloat32 = DType::kFloat32;
+inline constexpr DType kBFloat16 = DType::kBFloat16;
+inline constexpr DType kInt32 = DType::kInt32;
+inline constexpr DType kInt64 = DType::kInt64;
+inline constexpr DType kBool = DType::kBool;
+
+// Bytes per element.
+constexpr size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return 4;
+    case DType::kBFloat16: return 2;
+    case DType::kInt32: return 4;
+    case DType::kInt64: return 8;
+    case DType::kBool: return 1;
+  }
+  return 0;
+}
+
+// Keras's names: "float32", "bfloat16", "int32", "int64", "bool".
+std::string_view dtype_name(DType dtype);
+
+constexpr bool is_floating(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kBFloat16;
+}
+constexpr bool is_integer(DType dtype) {
+  return dtype == DType::kInt32 || dtype == DType::kInt64;
+}
+
+// The C++ type that stores one element of a DType, and back.
+template <class T> struct DTypeOf;
+template <> struct DTypeOf<float> { static constexpr DType value = DType::kFloat32; };
+template <> struct DTypeOf<bfloat16> { static constexpr DType value = DType::kBFloat16; };
+template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kInt32; };
+template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kInt64; };
+template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
+template <class T> inline constexpr DType dtype_of = DTypeOf<T>::value;
+
+// Calls fn(T{}) with T the element type of `dtype`: the one switch over dtypes that
+// typed code goes through.
+template <class Fn>
+decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kFloat32: return fn(float{});
+    case DType::kBFloat16: return fn(bfloat16{});
+    case DType::kInt32: return fn(int32_t{});
+    case DType::kInt64: return fn(int64_t{});
+    case DType::kBool: return fn(bool{});
+  }
+  return fn(float{});
+}
+
+}  // namespace chorus

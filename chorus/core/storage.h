@@ -1,0 +1,44 @@
+// Storage: one 64-byte-aligned buffer on a device, shared by every tensor that views it
+// (owned through shared_ptr; freed when the last view goes). The data itself is not
+// synchronised: concurrent writers to one storage must coordinate themselves.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "chorus/core/device.h"
+
+namespace chorus {
+
+inline constexpr size_t kStorageAlignment = 64;
+
+class Storage {
+ public:
+  // Allocates `nbytes` (uninitialised) on `device`. Throws Error if the device is not
+  // available or memory runs out.
+  static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
+
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+ private:
+  Storage(void* data, size_t nbytes, size_t capacity, Device device)
+      : data_(data), nbytes_(nbytes), capacity_(capacity), device_(device) {}
+
+  void* data_;
+  size_t nbytes_;
+  size_t capacity_;  // bytes actually reserved; >= nbytes_ when a cached block is reused
+  Device device_;
+};
+
+// Bytes the host allocator keeps in its cache of freed large blocks (for tests and tuning).
+size_t cached_host_bytes();
+// Returns every cached block to the system.
+void release_cached_host_memory();
+
+}  // namespace chorus

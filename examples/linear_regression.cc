@@ -1,0 +1,2 @@
+// Placeholder demo until the training workflow lands.
+int main() { return 0; }

@@ -1,0 +1,146 @@
+#include "chorus/autograd/tape.h"
+
+#include <thread>
+
+#include "chorus/autograd/variable.h"
+#include "chorus/ops/ops.h"
+#include "tests/testing/test_util.h"
+
+namespace chorus {
+namespace {
+
+using autograd::GradientTape;
+using autograd::Variable;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+using testing::random_tensor;
+using testing::tensors_near;
+
+TEST(GradientTapeTest, VariablesAreWatchedAutomatically) {
+  Variable w("dense/kernel", from_values({2.f, 3.f}));
+  Tensor x = from_values({5.f, 7.f});
+  GradientTape tape;
+  Tensor loss = ops::sum(w * x);
+  auto grads = tape.gradient(loss, {w});
+  EXPECT_TRUE(tensors_near(grads[0], x));
+}
+
+TEST(GradientTapeTest, GradientsFromEveryUseAccumulate) {
+  Variable w("w", from_values({2.f, -3.f}));
+  GradientTape tape;
+  Tensor loss = ops::sum(w * w + w);  // d/dw = 2w + 1
+  auto grads = tape.gradient(loss, {w});
+  EXPECT_TRUE(tensors_near(grads[0], from_values({5.f, -5.f})));
+}
+
+TEST(GradientTapeTest, UnwatchedAndUnconnectedSourcesGetUndefinedGradients) {
+  Tensor x = from_values({1.f, 2.f});
+  Variable unused("unused", from_values({1.f}));
+  Variable w("w", from_values({3.f, 4.f}));
+  GradientTape tape;
+  Tensor loss = ops::sum(w * x);
+  auto grads = tape.gradient(loss, {x, unused});
+  EXPECT_FALSE(grads[0].defined());
+  EXPECT_FALSE(grads[1].defined());
+}
+
+TEST(GradientTapeTest, NonTrainableVariablesAreNotWatched) {
+  Variable moving_mean("bn/moving_mean", from_values({1.f, 2.f}), /*trainable=*/false);
+  Variable w("w", from_values({3.f, 4.f}));
+  GradientTape tape;
+  Tensor loss = ops::sum(w * moving_mean);
+  auto grads = tape.gradient(loss, {moving_mean, w});
+  EXPECT_FALSE(grads[0].defined());
+  EXPECT_TRUE(tensors_near(grads[1], moving_mean.value()));
+}
+
+TEST(GradientTapeTest, NoGradGuardStopsRecording) {
+  Variable w("w", from_values({1.f, 2.f}));
+  GradientTape tape;
+  Tensor y;
+  {
+    autograd::NoGradGuard no_grad;
+    EXPECT_FALSE(autograd::is_recording());
+    y = w * w;
+  }
+  EXPECT_TRUE(autograd::is_recording());
+  EXPECT_EQ(tape.num_records(), 0u);
+  auto grads = tape.gradient(ops::sum(y), {w});
+  EXPECT_FALSE(grads[0].defined());
+}
+
+TEST(GradientTapeTest, NonPersistentTapeAnswersOnce) {
+  Variable w("w", from_values({1.f}));
+  GradientTape tape;
+  Tensor loss = ops::sum(w * w);
+  tape.gradient(loss, {w});
+  EXPECT_EQ(tape.num_records(), 0u);  // records freed by the backward pass
+  EXPECT_THAT([&] { tape.gradient(loss, {w}); },
+              ThrowsMessage<Error>(HasSubstr("a non-persistent tape can compute gradients only once")));
+}
+
+TEST(GradientTapeTest, PersistentTapeAnswersAgain) {
+  Variable w("w", from_values({1.5f}));
+  GradientTape tape(/*persistent=*/true);
+  Tensor y = w * w;
+  Tensor z = y * w;
+  auto g1 = tape.gradient(ops::sum(y), {w});
+  auto g2 = tape.gradient(ops::sum(z), {w});
+  EXPECT_TRUE(tensors_near(g1[0], from_values({3.f})));
+  EXPECT_TRUE(tensors_near(g2[0], from_values({6.75f})));
+}
+
+TEST(GradientTapeTest, OutputGradientShapeIsChecked) {
+  Variable w("w", from_values({1.f, 2.f}));
+  GradientTape tape;
+  Tensor y = w * w;
+  EXPECT_THAT([&] { tape.gradient(y, {w}, ones({3})); },
+              ThrowsMessage<ShapeError>(HasSubstr("output_gradient has shape (3,), but target has shape (2,)")));
+}
+
+TEST(GradientTapeTest, TapesOnDifferentThreadsDoNotShareState) {
+  // Two replica threads differentiate the same variable at once; each gets its own answer.
+  Variable w("w", random_tensor({64}, 1));
+  std::vector<Tensor> results(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      Tensor x = full({64}, t + 1.0);
+      for (int step = 0; step < 200; ++step) {
+        GradientTape tape;
+        Tensor loss = ops::sum(w * x);
+        results[t] = tape.gradient(loss, {w})[0];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_TRUE(tensors_near(results[0], full({64}, 1.0)));
+  EXPECT_TRUE(tensors_near(results[1], full({64}, 2.0)));
+}
+
+TEST(GradientTapeTest, BroadcastingGradientsSumToInputShape) {
+  testing::expect_gradients_match([](const std::vector<Tensor>& in) { return in[0] * in[1] + in[0]; },
+                                  {random_tensor({3, 4}, 1), random_tensor({4}, 2)});
+}
+
+TEST(VariableTest, PathNameAndAssign) {
+  Variable v("dense_1/kernel", zeros({2, 2}));
+  EXPECT_EQ(v.path(), "dense_1/kernel");
+  EXPECT_EQ(v.name(), "kernel");
+  v.assign(ones({2, 2}));
+  EXPECT_TRUE(tensors_near(v.value(), ones({2, 2})));
+  EXPECT_THAT([&] { v.assign(ones({3})); },
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("Variable 'dense_1/kernel': cannot assign a value of shape (3,) to a variable of shape (2, 2)")));
+  EXPECT_THAT([&] { v.assign(ones({2, 2}, kInt32)); },
+              ThrowsMessage<DTypeError>(HasSubstr("cannot assign a value of dtype int32 to a variable of dtype float32")));
+}
+
+TEST(VariableTest, TrainableVariablesMustBeFloating) {
+  EXPECT_THAT([] { Variable("step", zeros({}, kInt64)); },
+              ThrowsMessage<DTypeError>(HasSubstr("Variable 'step': a trainable variable must be floating, got dtype int64")));
+  EXPECT_NO_THROW(Variable("step", zeros({}, kInt64), /*trainable=*/false));
+}
+
+}  // namespace
+}  // namespace chorus
