@@ -1,0 +1,61 @@
+// Shared benchmark harness: times a callable repeatedly, reports the median, and writes
+// one JSON object per measurement to stdout (and appends to $CHORUS_BENCH_JSON if set).
+// Every benchmark compares against a reference measured in the same run, as a ratio,
+// because this machine's absolute speed drifts (PLATFORM.md). Single-threaded use.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace chorus::bench {
+
+// Seconds per call of fn: runs it `warmup` times, then `repeats` samples of `iters`
+// calls each, and returns the median sample divided by iters.
+template <class Fn>
+double median_seconds(Fn&& fn, int iters = 10, int repeats = 7, int warmup = 2) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> samples;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) fn();
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    samples.push_back(elapsed.count() / iters);
+  }
+  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+  return samples[samples.size() / 2];
+}
+
+// Picks iters so one sample of fn takes about `target_seconds`.
+template <class Fn>
+int calibrate_iters(Fn&& fn, double target_seconds = 0.05) {
+  const auto start = std::chrono::steady_clock::now();
+  fn();
+  const std::chrono::duration<double> once = std::chrono::steady_clock::now() - start;
+  return std::max(1, static_cast<int>(target_seconds / std::max(once.count(), 1e-9)));
+}
+
+inline std::string utc_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// Prints `record` (plus "time") as one JSON line.
+inline void emit(nlohmann::json record) {
+  record["time"] = utc_now();
+  const std::string line = record.dump();
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+  if (const char* path = std::getenv("CHORUS_BENCH_JSON")) std::ofstream(path, std::ios::app) << line << "\n";
+}
+
+}  // namespace chorus::bench
