@@ -49,9 +49,9 @@ float box_muller(uint32_t w0, uint32_t w1) {
 
 }  // namespace
 
-std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter) {
-  uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32), c2 = 0, c3 = 0;
-  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, std::array<uint32_t, 2> key) {
+  auto [c0, c1, c2, c3] = counter;
+  auto [k0, k1] = key;
   for (int round = 0; round < 10; ++round) {
     const uint64_t p0 = uint64_t{kPhiloxM0} * c0;
     const uint64_t p1 = uint64_t{kPhiloxM1} * c2;

@@ -37,8 +37,13 @@ class Generator {
   uint64_t counter_ = 0;
 };
 
-// The Philox-4x32-10 block for (key, counter): four 32-bit random words.
-std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter);
+// The Philox-4x32-10 block for a 128-bit counter and 64-bit key: four 32-bit words.
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, std::array<uint32_t, 2> key);
+// The same with the counter's upper 64 bits zero: what Generator's draws use.
+inline std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter) {
+  return philox4x32({static_cast<uint32_t>(counter), static_cast<uint32_t>(counter >> 32), 0, 0},
+                    {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
+}
 
 // Floats in [minval, maxval).
 Tensor uniform(const Shape& shape, Generator& gen, double minval = 0, double maxval = 1, DType dtype = kFloat32);

@@ -55,9 +55,11 @@ Tensor Tensor::clone() const {
 
 void Tensor::copy_from(const Tensor& source) const {
   if (source.shape() != shape() || source.dtype() != dtype()) {
-    throw_error<ShapeError>("Tensor::copy_from: expected a source of shape {} and dtype {}, got shape {} and dtype {}",
-                            shape().to_string(), dtype_name(dtype()), source.shape().to_string(),
-                            dtype_name(source.dtype()));
+    const std::string message =
+        fmt::format("Tensor::copy_from: expected a source of shape {} and dtype {}, got shape {} and dtype {}",
+                    shape().to_string(), dtype_name(dtype()), source.shape().to_string(), dtype_name(source.dtype()));
+    if (source.dtype() != dtype()) throw DTypeError(message);
+    throw ShapeError(message);
   }
   std::memmove(raw_data(), source.raw_data(), nbytes());
 }

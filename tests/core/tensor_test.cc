@@ -1,0 +1,126 @@
+#include "chorus/core/tensor.h"
+
+#include <cstdint>
+#include <thread>
+
+#include "chorus/core/creation.h"
+#include "tests/testing/test_util.h"
+
+namespace chorus {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+TEST(TensorTest, EveryDtypeHasItsSizeAndName) {
+  const std::pair<DType, size_t> cases[] = {{kFloat32, 4}, {kBFloat16, 2}, {kInt32, 4}, {kInt64, 8}, {kBool, 1}};
+  for (auto [dtype, size] : cases) {
+    Tensor t = zeros({3, 5}, dtype);
+    EXPECT_EQ(t.dtype(), dtype);
+    EXPECT_EQ(t.nbytes(), 15 * size) << dtype_name(dtype);
+    EXPECT_EQ(t.to_vector<double>(), std::vector<double>(15, 0.0));
+  }
+  EXPECT_EQ(dtype_name(kBFloat16), "bfloat16");
+}
+
+TEST(TensorTest, StorageIs64ByteAligned) {
+  for (int64_t n : {1, 7, 1023, 1 << 20}) {
+    Tensor t = Tensor::empty({n}, kBool);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % 64, 0u) << n;
+  }
+}
+
+TEST(TensorTest, CopiesAreShallowAndCloneIsDeep) {
+  Tensor a = from_values({1.f, 2.f, 3.f});
+  Tensor shallow = a;
+  Tensor deep = a.clone();
+  a.data<float>()[0] = 10.f;
+  EXPECT_EQ(shallow.data<float>()[0], 10.f);
+  EXPECT_EQ(deep.data<float>()[0], 1.f);
+  EXPECT_TRUE(shallow.shares_storage(a));
+  EXPECT_FALSE(deep.shares_storage(a));
+}
+
+TEST(TensorTest, ViewSharesStorage) {
+  Tensor a = arange(12);
+  Tensor v = a.view({3, 4});
+  EXPECT_TRUE(v.shares_storage(a));
+  EXPECT_EQ(v.shape(), Shape({3, 4}));
+  a.data<float>()[5] = -1.f;
+  EXPECT_EQ(v.to_vector<float>()[5], -1.f);
+  EXPECT_THAT([&] { a.view({5, 2}); },
+              ThrowsMessage<ShapeError>(HasSubstr("cannot view a tensor of shape (12,) (12 elements) as shape (5, 2)")));
+}
+
+TEST(TensorTest, FirstAxisSliceIsAZeroCopyReplicaSlice) {
+  Tensor batch = arange(0, 20, 1, kInt64).view({10, 2});
+  Tensor slice = batch.first_axis_slice(3, 7);
+  EXPECT_EQ(slice.shape(), Shape({4, 2}));
+  EXPECT_TRUE(slice.shares_storage(batch));
+  EXPECT_EQ(slice.to_vector<int64_t>(), (std::vector<int64_t>{6, 7, 8, 9, 10, 11, 12, 13}));
+  EXPECT_EQ(batch.first_axis_slice(10, 10).numel(), 0);  // an empty replica slice
+  EXPECT_THAT([&] { batch.first_axis_slice(8, 11); },
+              ThrowsMessage<IndexError>(HasSubstr("rows [8, 11) are out of range for shape (10, 2)")));
+  EXPECT_THAT([&] { scalar(1).first_axis_slice(0, 1); },
+              ThrowsMessage<ShapeError>(HasSubstr("cannot slice a scalar")));
+}
+
+TEST(TensorTest, TypedAccessChecksDtype) {
+  Tensor t = zeros({2}, kInt32);
+  EXPECT_NO_THROW(t.data<int32_t>());
+  EXPECT_THAT([&] { t.data<float>(); },
+              ThrowsMessage<DTypeError>(HasSubstr("requested float32 elements from a tensor of dtype int32 and shape (2,)")));
+}
+
+TEST(TensorTest, ItemNeedsExactlyOneElement) {
+  EXPECT_EQ(scalar(2.5).item<double>(), 2.5);
+  EXPECT_EQ(full({1, 1}, 7, kInt64).item<int>(), 7);
+  EXPECT_THAT([] { zeros({2}).item<float>(); },
+              ThrowsMessage<ShapeError>(HasSubstr("expected a tensor with one element, got shape (2,)")));
+}
+
+TEST(TensorTest, UndefinedTensorIsAnError) {
+  Tensor t;
+  EXPECT_FALSE(t.defined());
+  EXPECT_THAT([&] { t.shape(); }, ThrowsMessage<Error>(HasSubstr("use of an undefined tensor")));
+}
+
+TEST(TensorTest, CopyFromChecksShapeAndDtype) {
+  Tensor dst = zeros({2, 2});
+  dst.copy_from(ones({2, 2}));
+  EXPECT_EQ(dst.to_vector<float>(), std::vector<float>(4, 1.f));
+  EXPECT_THAT([&] { dst.copy_from(ones({4})); }, ThrowsMessage<ShapeError>(HasSubstr("expected a source of shape (2, 2)")));
+  EXPECT_THAT([&] { dst.copy_from(ones({2, 2}, kInt32)); },
+              ThrowsMessage<DTypeError>(HasSubstr("and dtype float32, got shape (2, 2) and dtype int32")));
+}
+
+TEST(TensorTest, LargeBlocksAreReusedFromTheCache) {
+  release_cached_host_memory();
+  const void* first;
+  {
+    Tensor big = Tensor::empty({1 << 20});  // 4 MiB
+    first = big.raw_data();
+  }
+  EXPECT_GE(cached_host_bytes(), size_t{4} << 20);
+  Tensor again = Tensor::empty({1 << 20});
+  EXPECT_EQ(again.raw_data(), first);
+  EXPECT_EQ(cached_host_bytes(), 0u);
+}
+
+TEST(TensorTest, StorageOutlivesTheTensorThatMadeItOnAnotherThread) {
+  Tensor shared = arange(1000);
+  Tensor slice = shared.first_axis_slice(500, 1000);
+  std::thread([s = std::move(shared)]() mutable { s = Tensor(); }).join();
+  EXPECT_EQ(slice.to_vector<float>()[0], 500.f);
+}
+
+TEST(BFloat16Test, RoundsToNearestEvenAndKeepsSpecials) {
+  EXPECT_EQ(float(bfloat16(1.0f)), 1.0f);
+  EXPECT_EQ(float(bfloat16(1.00390625f)), 1.0f);       // halfway between 1 and 1+2^-7: ties to even
+  EXPECT_EQ(float(bfloat16(1.01171875f)), 1.015625f);  // halfway, rounds up to even
+  EXPECT_TRUE(std::isnan(float(bfloat16(std::nanf("")))));
+  EXPECT_TRUE(std::isinf(float(bfloat16(INFINITY))));
+}
+
+}  // namespace
+}  // namespace chorus
