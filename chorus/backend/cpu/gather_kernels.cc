@@ -1,0 +1,152 @@
+#include "chorus/backend/cpu/gather_kernels.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <type_traits>
+#include <vector>
+
+#include "chorus/backend/cpu/parallel.h"
+#include "chorus/core/bfloat16.h"
+
+namespace chorus::backend::cpu {
+namespace {
+
+constexpr int64_t kGrain = 32768;  // elements (or bytes, for copies) of work per task
+
+// Gathers rows of one fixed-size element type T (row_bytes == sizeof(T)).
+template <class T, class I>
+void gather_elements(const void* x, int64_t axis_size, const I* idx, int64_t count, void* out, int64_t b,
+                     int64_t e) {
+  const T* src = static_cast<const T*>(x);
+  T* dst = static_cast<T*>(out);
+  for (int64_t u = b; u < e; ++u) dst[u] = src[(u / count) * axis_size + idx[u % count]];
+}
+
+template <class T>
+auto as_number(T v) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    return static_cast<float>(v);
+  } else {
+    return v;
+  }
+}
+
+}  // namespace
+
+template <class I>
+int64_t find_out_of_range(const I* idx, int64_t count, int64_t size) {
+  for (int64_t m = 0; m < count; ++m) {
+    if (idx[m] < 0 || static_cast<int64_t>(idx[m]) >= size) return m;
+  }
+  return -1;
+}
+
+template <class I>
+void gather_rows(const void* x, int64_t outer, int64_t axis_size, int64_t row_bytes, const I* idx, int64_t count,
+                 void* out) {
+  const int64_t total = outer * count;
+  parallel_for(total, std::max<int64_t>(1, kGrain / row_bytes), [&](int64_t b, int64_t e) {
+    switch (row_bytes) {
+      case 1: return gather_elements<uint8_t>(x, axis_size, idx, count, out, b, e);
+      case 2: return gather_elements<uint16_t>(x, axis_size, idx, count, out, b, e);
+      case 4: return gather_elements<uint32_t>(x, axis_size, idx, count, out, b, e);
+      case 8: return gather_elements<uint64_t>(x, axis_size, idx, count, out, b, e);
+      default: break;
+    }
+    const char* src = static_cast<const char*>(x);
+    char* dst = static_cast<char*>(out);
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t row = (u / count) * axis_size + idx[u % count];
+      std::memcpy(dst + u * row_bytes, src + row * row_bytes, static_cast<size_t>(row_bytes));
+    }
+  });
+}
+
+template <class I>
+void scatter_add_rows(const float* g, int64_t outer, int64_t count, int64_t row_len, const I* idx, int64_t axis_size,
+                      float* dx) {
+  // Threads own disjoint ranges of destination rows and each scans every index, taking
+  // those that land in its range: no races, and updates keep their order.
+  const int64_t rows = outer * axis_size;
+  const int64_t work = outer * count * row_len;
+  parallel_for(rows, work < 2 * kGrain ? rows : 1, [&](int64_t b, int64_t e) {
+    for (int64_t p = b / axis_size; p < outer && p * axis_size < e; ++p) {
+      const int64_t lo = std::max(b, p * axis_size) - p * axis_size;
+      const int64_t hi = std::min(e, (p + 1) * axis_size) - p * axis_size;
+      for (int64_t m = 0; m < count; ++m) {
+        const int64_t i = idx[m];
+        if (i < lo || i >= hi) continue;
+        const float* src = g + (p * count + m) * row_len;
+        float* dst = dx + (p * axis_size + i) * row_len;
+        for (int64_t j = 0; j < row_len; ++j) dst[j] += src[j];
+      }
+    }
+  });
+}
+
+template <class I>
+void one_hot(const I* idx, int64_t count, int64_t classes, size_t elem_size, const void* one, void* out) {
+  const int64_t es = static_cast<int64_t>(elem_size);
+  char* o = static_cast<char*>(out);
+  parallel_for(count, std::max<int64_t>(1, kGrain / classes), [&](int64_t b, int64_t e) {
+    std::memset(o + b * classes * es, 0, static_cast<size_t>((e - b) * classes * es));
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t c = idx[i];
+      if (c >= 0 && c < classes) std::memcpy(o + (i * classes + c) * es, one, elem_size);
+    }
+  });
+}
+
+template <class T>
+void top_k_rows(const T* x, int64_t rows, int64_t n, int64_t k, bool sorted, T* values, int64_t* indices) {
+  parallel_for(rows, std::max<int64_t>(1, kGrain / n), [&](int64_t b, int64_t e) {
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    for (int64_t r = b; r < e; ++r) {
+      const T* row = x + r * n;
+      // A strict total order: larger first, NaN largest, ties by lower index.
+      auto before = [row](int64_t i, int64_t j) {
+        const auto a = as_number(row[i]), c = as_number(row[j]);
+        if constexpr (std::is_floating_point_v<decltype(a)>) {
+          const bool na = a != a, nc = c != c;
+          if (na || nc) return na && nc ? i < j : na;
+        }
+        return a != c ? a > c : i < j;
+      };
+      std::iota(order.begin(), order.end(), int64_t{0});
+      if (sorted) {
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+      } else {
+        if (k < n) std::nth_element(order.begin(), order.begin() + k, order.end(), before);
+        std::sort(order.begin(), order.begin() + k);
+      }
+      for (int64_t j = 0; j < k; ++j) {
+        values[r * k + j] = row[order[static_cast<size_t>(j)]];
+        indices[r * k + j] = order[static_cast<size_t>(j)];
+      }
+    }
+  });
+}
+
+void scatter_rows(const float* g, const int64_t* idx, int64_t rows, int64_t k, int64_t n, float* dx) {
+  parallel_for(rows, std::max<int64_t>(1, kGrain / (k + n)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      for (int64_t j = 0; j < k; ++j) dx[r * n + idx[r * k + j]] += g[r * k + j];
+    }
+  });
+}
+
+template int64_t find_out_of_range(const int32_t*, int64_t, int64_t);
+template int64_t find_out_of_range(const int64_t*, int64_t, int64_t);
+template void gather_rows(const void*, int64_t, int64_t, int64_t, const int32_t*, int64_t, void*);
+template void gather_rows(const void*, int64_t, int64_t, int64_t, const int64_t*, int64_t, void*);
+template void scatter_add_rows(const float*, int64_t, int64_t, int64_t, const int32_t*, int64_t, float*);
+template void scatter_add_rows(const float*, int64_t, int64_t, int64_t, const int64_t*, int64_t, float*);
+template void one_hot(const int32_t*, int64_t, int64_t, size_t, const void*, void*);
+template void one_hot(const int64_t*, int64_t, int64_t, size_t, const void*, void*);
+template void top_k_rows(const float*, int64_t, int64_t, int64_t, bool, float*, int64_t*);
+template void top_k_rows(const bfloat16*, int64_t, int64_t, int64_t, bool, bfloat16*, int64_t*);
+template void top_k_rows(const int32_t*, int64_t, int64_t, int64_t, bool, int32_t*, int64_t*);
+template void top_k_rows(const int64_t*, int64_t, int64_t, int64_t, bool, int64_t*, int64_t*);
+
+}  // namespace chorus::backend::cpu

@@ -1,0 +1,147 @@
+// Index ops: one_hot, take (gather, with its scatter-add gradient) and top_k, on the
+// kernels of backend/cpu/gather_kernels.h.
+#include <cstring>
+#include <type_traits>
+
+#include "chorus/autograd/tape.h"
+#include "chorus/backend/cpu/gather_kernels.h"
+#include "chorus/core/creation.h"
+#include "chorus/ops/reduce_plan.h"
+#include "chorus/ops/reduction.h"
+
+namespace chorus::ops {
+namespace {
+
+using internal::from_float32;
+using internal::to_float32;
+
+void check_indices(const Tensor& indices, const char* op) {
+  if (!is_integer(indices.dtype())) {
+    throw_error<DTypeError>("{}: expected integer indices (int32 or int64), got {}", op, dtype_name(indices.dtype()));
+  }
+}
+
+// Calls fn(const I* data) with the typed index array of an int32 or int64 tensor.
+template <class Fn>
+decltype(auto) with_indices(const Tensor& indices, Fn&& fn) {
+  if (indices.dtype() == kInt32) return fn(indices.data<int32_t>());
+  return fn(indices.data<int64_t>());
+}
+
+// x viewed as (outer, x.shape[axis], row) around `axis`.
+struct TakeView {
+  int64_t outer = 1, size = 1, row = 1, count = 1;
+};
+
+// dx = zeros like x with g's rows added at the gathered positions (duplicates add up).
+Tensor take_grad(const Tensor& g, const Tensor& indices, const Shape& x_shape, const TakeView& v) {
+  const Tensor gf = to_float32(g);
+  Tensor dx = zeros(x_shape, kFloat32);
+  if (gf.numel() > 0) {
+    with_indices(indices, [&](const auto* idx) {
+      backend::cpu::scatter_add_rows(gf.data<float>(), v.outer, v.count, v.row, idx, v.size, dx.data<float>());
+    });
+  }
+  return from_float32(dx, g.dtype());
+}
+
+}  // namespace
+
+Tensor one_hot(const Tensor& indices, int64_t num_classes, DType dtype) {
+  check_indices(indices, "one_hot");
+  if (num_classes <= 0) throw_error<ValueError>("one_hot: expected num_classes >= 1, got {}", num_classes);
+  Shape shape = indices.shape();
+  if (shape.rank() == kMaxRank) {
+    throw_error<ShapeError>("one_hot: indices of shape {} leave no room for the class axis (rank <= {})",
+                            shape.to_string(), kMaxRank);
+  }
+  shape.push_back(num_classes);
+  Tensor out = Tensor::empty(shape, dtype);
+  if (out.numel() == 0) return out;
+  alignas(8) unsigned char one[8];
+  visit_dtype(dtype, [&](auto v) {
+    using T = decltype(v);
+    const T value = [] {
+      if constexpr (std::is_same_v<T, bfloat16>) {
+        return bfloat16(1.f);
+      } else {
+        return T(1);
+      }
+    }();
+    std::memcpy(one, &value, sizeof(T));
+  });
+  with_indices(indices, [&](const auto* idx) {
+    backend::cpu::one_hot(idx, indices.numel(), num_classes, dtype_size(dtype), one, out.raw_data());
+  });
+  return out;
+}
+
+Tensor take(const Tensor& x, const Tensor& indices, int axis) {
+  check_indices(indices, "take");
+  const int a = x.shape().normalize_axis(axis, "take");
+  TakeView v;
+  for (int d = 0; d < a; ++d) v.outer *= x.shape()[d];
+  v.size = x.shape()[a];
+  for (int d = a + 1; d < x.rank(); ++d) v.row *= x.shape()[d];
+  v.count = indices.numel();
+  with_indices(indices, [&](const auto* idx) {
+    const int64_t bad = backend::cpu::find_out_of_range(idx, v.count, v.size);
+    if (bad >= 0) {
+      throw_error<IndexError>("take: index {} is out of range [0, {}) at position {}", static_cast<int64_t>(idx[bad]),
+                              v.size, bad);
+    }
+  });
+  Shape shape;
+  for (int d = 0; d < a; ++d) shape.push_back(x.shape()[d]);
+  for (int64_t dim : indices.shape().dims()) shape.push_back(dim);
+  for (int d = a + 1; d < x.rank(); ++d) shape.push_back(x.shape()[d]);
+  Tensor out = Tensor::empty(shape, x.dtype());
+  if (out.numel() > 0) {
+    const int64_t row_bytes = v.row * static_cast<int64_t>(dtype_size(x.dtype()));
+    with_indices(indices, [&](const auto* idx) {
+      backend::cpu::gather_rows(x.raw_data(), v.outer, v.size, row_bytes, idx, v.count, out.raw_data());
+    });
+  }
+  autograd::record("take", {x, indices}, {out}, [&] {
+    return [indices, x_shape = x.shape(), v](std::span<const Tensor> g) {
+      return std::vector<Tensor>{take_grad(g[0], indices, x_shape, v), Tensor()};
+    };
+  });
+  return out;
+}
+
+std::pair<Tensor, Tensor> top_k(const Tensor& x, int64_t k, bool sorted) {
+  if (x.dtype() == kBool) {
+    throw_error<DTypeError>("top_k: expected a numeric dtype (float32, bfloat16, int32 or int64), got bool");
+  }
+  if (x.rank() == 0) throw_error<ShapeError>("top_k: expected an input of rank >= 1, got shape ()");
+  const int64_t n = x.dim(-1);
+  if (k < 1 || k > n) {
+    throw_error<ValueError>("top_k: expected 1 <= k <= {} (the last dimension of shape {}), got k={}", n,
+                            x.shape().to_string(), k);
+  }
+  Shape shape = x.shape();
+  shape[shape.rank() - 1] = k;
+  Tensor values = Tensor::empty(shape, x.dtype()), indices = Tensor::empty(shape, kInt64);
+  const int64_t rows = x.numel() / n;
+  if (rows > 0) {
+    visit_dtype(x.dtype(), [&](auto v) {
+      using T = decltype(v);
+      if constexpr (!std::is_same_v<T, bool>) {
+        backend::cpu::top_k_rows(x.data<T>(), rows, n, k, sorted, values.data<T>(), indices.data<int64_t>());
+      }
+    });
+  }
+  autograd::record("top_k", {x}, {values, indices}, [&] {
+    return [indices, x_shape = x.shape(), rows, k, n](std::span<const Tensor> g) {
+      if (!g[0].defined()) return std::vector<Tensor>{Tensor()};
+      const Tensor gf = to_float32(g[0]);
+      Tensor dx = zeros(x_shape, kFloat32);
+      backend::cpu::scatter_rows(gf.data<float>(), indices.data<int64_t>(), rows, k, n, dx.data<float>());
+      return std::vector<Tensor>{from_float32(dx, g[0].dtype())};
+    };
+  });
+  return {values, indices};
+}
+
+}  // namespace chorus::ops
