@@ -1,0 +1,140 @@
+// oneDNN matmul behind a per-thread LRU cache of primitives. Creating a primitive JIT-
+// compiles a kernel (tens of microseconds to milliseconds), so it is done once per
+// problem and thread; a cache hit costs a hash lookup and three set_data_handle calls.
+// The key includes the thread budget because oneDNN fixes its blocking, and the number
+// of OpenMP threads it starts, when the primitive is created.
+#include "chorus/backend/cpu/matmul.h"
+
+#include <cassert>
+#include <list>
+#include <unordered_map>
+
+#include <dnnl.hpp>
+
+#include "chorus/backend/cpu/parallel.h"
+#include "chorus/core/error.h"
+
+namespace chorus::backend::cpu {
+namespace {
+
+struct Key {
+  MatmulProblem problem;
+  int threads = 1;
+
+  friend bool operator==(const Key&, const Key&) = default;
+};
+
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
+    auto mix = [&h](int64_t v) { h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull; };
+    const MatmulProblem& p = k.problem;
+    mix(p.rank);
+    mix(static_cast<int64_t>(p.dtype));
+    mix(k.threads);
+    for (int i = 0; i < p.rank; ++i) {
+      mix(p.a_dims[i]);
+      mix(p.a_strides[i]);
+      mix(p.b_dims[i]);
+      mix(p.b_strides[i]);
+      mix(p.c_dims[i]);
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+// A ready-to-run primitive with its argument memories; only the data handles change
+// between calls.
+struct Entry {
+  Key key;
+  dnnl::matmul primitive;
+  dnnl::memory src, weights, dst;
+  std::unordered_map<int, dnnl::memory> args;
+};
+
+// Everything oneDNN needs on one thread. Built on the thread's first matmul.
+struct ThreadState {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::list<Entry> lru;  // most recently used first
+  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index;
+};
+
+ThreadState& thread_state() {
+  thread_local ThreadState state;
+  return state;
+}
+
+dnnl::memory::data_type dnnl_type(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return dnnl::memory::data_type::f32;
+    case DType::kBFloat16: return dnnl::memory::data_type::bf16;
+    default: throw_error<DTypeError>("matmul: unsupported dtype {}", dtype_name(dtype));
+  }
+}
+
+dnnl::memory::desc make_desc(int rank, const std::array<int64_t, kMaxRank>& dims,
+                             const std::array<int64_t, kMaxRank>& strides, dnnl::memory::data_type type) {
+  return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.begin() + rank), type,
+                            dnnl::memory::dims(strides.begin(), strides.begin() + rank));
+}
+
+Entry make_entry(const Key& key, const dnnl::engine& engine) {
+  const MatmulProblem& p = key.problem;
+  const auto type = dnnl_type(p.dtype);
+  Shape c_shape(std::span<const int64_t>(p.c_dims.data(), static_cast<size_t>(p.rank)));
+  const auto src_md = make_desc(p.rank, p.a_dims, p.a_strides, type);
+  const auto weights_md = make_desc(p.rank, p.b_dims, p.b_strides, type);
+  const auto dst_md = make_desc(p.rank, p.c_dims, contiguous_strides(c_shape), type);
+  try {
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, weights_md, dst_md), engine);
+    Entry entry{key, dnnl::matmul(pd), dnnl::memory(src_md, engine, DNNL_MEMORY_NONE),
+                dnnl::memory(weights_md, engine, DNNL_MEMORY_NONE), dnnl::memory(dst_md, engine, DNNL_MEMORY_NONE),
+                {}};
+    entry.args = {{DNNL_ARG_SRC, entry.src}, {DNNL_ARG_WEIGHTS, entry.weights}, {DNNL_ARG_DST, entry.dst}};
+    return entry;
+  } catch (const dnnl::error& e) {
+    throw_error<Error>("matmul: oneDNN could not create a primitive for output {} ({}): {}", c_shape.to_string(),
+                       dtype_name(p.dtype), e.what());
+  }
+}
+
+Entry& lookup(ThreadState& state, const MatmulProblem& p) {
+  const Key key{p, intra_op_threads()};
+  if (auto it = state.index.find(key); it != state.index.end()) {
+    state.lru.splice(state.lru.begin(), state.lru, it->second);  // iterators stay valid
+    return *it->second;
+  }
+  if (state.lru.size() >= kMatmulCacheCapacity) {
+    state.index.erase(state.lru.back().key);
+    state.lru.pop_back();
+  }
+  state.lru.push_front(make_entry(key, state.engine));
+  state.index.emplace(key, state.lru.begin());
+  return state.lru.front();
+}
+
+}  // namespace
+
+void matmul(const MatmulProblem& p, const void* a, const void* b, void* c) {
+  assert(p.rank >= 2 && p.rank <= kMaxRank);
+  assert(p.a_dims[p.rank - 1] == p.b_dims[p.rank - 2] && p.a_dims[p.rank - 1] > 0);
+  ThreadState& state = thread_state();
+  Entry& entry = lookup(state, p);
+  // oneDNN takes non-const handles but only reads src and weights.
+  entry.src.set_data_handle(const_cast<void*>(a));
+  entry.weights.set_data_handle(const_cast<void*>(b));
+  entry.dst.set_data_handle(c);
+  entry.primitive.execute(state.stream, entry.args);
+  state.stream.wait();
+}
+
+size_t matmul_cache_size() { return thread_state().lru.size(); }
+
+void clear_matmul_cache() {
+  ThreadState& state = thread_state();
+  state.index.clear();
+  state.lru.clear();
+}
+
+}  // namespace chorus::backend::cpu
