@@ -1,0 +1,107 @@
+// Elementwise CPU kernels: op codes, run-time instruction-set dispatch, and drivers that
+// run one kernel over tensors with NumPy broadcasting and intra-op threads. The loops are
+// compiled once per ISA (elementwise_kernels_{baseline,avx2,avx512}.cc); the best one the
+// CPU supports is picked once. Thread-safe; the ISA override for tests is per thread.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "chorus/core/tensor.h"
+
+namespace chorus::backend::cpu {
+
+enum class Isa : uint8_t { kBaseline, kAvx2, kAvx512 };
+inline constexpr int kNumIsas = 3;
+
+// "baseline", "avx2", "avx512".
+std::string_view isa_name(Isa isa);
+// Whether this CPU (and OS) can run `isa`'s kernels.
+bool isa_supported(Isa isa);
+// The ISA whose kernels elementwise ops use on this thread: the best supported one
+// (detected once), unless a ScopedIsaOverride is active on this thread.
+Isa elementwise_isa();
+
+// Forces this thread's elementwise kernels to `isa` for the guard's lifetime (tests compare
+// ISAs against the baseline with it); restores the previous choice on destruction. Throws
+// ValueError if the CPU cannot run `isa`. Kernels chosen on this thread run on its
+// OpenMP workers too.
+class ScopedIsaOverride {
+ public:
+  explicit ScopedIsaOverride(Isa isa);
+  ~ScopedIsaOverride();
+  ScopedIsaOverride(const ScopedIsaOverride&) = delete;
+  ScopedIsaOverride& operator=(const ScopedIsaOverride&) = delete;
+
+ private:
+  int previous_;
+};
+
+// Two-operand kernels. The first group are the public ops; the *Grad ones are fused
+// backward kernels taking (forward input x or output y, upstream gradient g) -> dL/dx.
+enum class BinaryOp : uint8_t {
+  kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kPower,
+  kEqual, kNotEqual, kLess, kLessEqual, kGreater, kGreaterEqual,
+  kReluGrad,      // (x, g): g where x > 0
+  kAbsGrad,       // (x, g): g sign(x), 0 at 0
+  kSquareGrad,    // (x, g): 2 x g
+  kSqrtGrad,      // (y, g): g / (2 y)
+  kRsqrtGrad,     // (y, g): -g y^3 / 2
+  kSigmoidGrad,   // (y, g): g y (1 - y)
+  kTanhGrad,      // (y, g): g (1 - y^2)
+  kSoftplusGrad,  // (x, g): g sigmoid(x)
+  kGeluTanhGrad,  // (x, g)
+  kGeluErfGrad,   // (x, g)
+  kClipGrad,      // (x, g): g where lo <= x <= hi (params)
+  kCount
+};
+inline constexpr int kNumBinaryOps = static_cast<int>(BinaryOp::kCount);
+
+enum class UnaryOp : uint8_t {
+  kNegative, kAbs, kSquare, kRelu, kClip,  // numeric dtypes
+  kExp, kLog, kSqrt, kRsqrt, kSigmoid, kTanh, kSoftplus, kGeluTanh, kGeluErf,  // floating
+  kCount
+};
+inline constexpr int kNumUnaryOps = static_cast<int>(UnaryOp::kCount);
+inline constexpr int kNumDTypes = 5;
+
+// Extra scalar arguments: clip bounds (kClip, kClipGrad). For integer dtypes the bounds
+// are rounded inward (ceil(lo), floor(hi)) and saturated to the type's range.
+struct KernelParams {
+  double lo = 0;
+  double hi = 0;
+};
+
+constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::kEqual && op <= BinaryOp::kGreaterEqual; }
+
+// Which input dtypes a kernel exists for (the ops check first and throw DTypeError).
+constexpr bool binary_supported(BinaryOp op, DType dtype) {
+  if (op == BinaryOp::kEqual || op == BinaryOp::kNotEqual) return true;
+  if (dtype == DType::kBool) return false;
+  if (op <= BinaryOp::kMinimum || is_comparison(op)) return true;
+  return is_floating(dtype);
+}
+constexpr bool unary_supported(UnaryOp op, DType dtype) {
+  if (dtype == DType::kBool) return false;
+  return op <= UnaryOp::kClip || is_floating(dtype);
+}
+// Result dtype of a binary kernel on `dtype` inputs.
+constexpr DType binary_result_dtype(BinaryOp op, DType dtype) { return is_comparison(op) ? DType::kBool : dtype; }
+
+// out = op(a, b) with NumPy broadcasting. REQUIRES: a and b have equal dtypes supported by
+// op; out is a fresh contiguous tensor of shape broadcast_shapes(a, b) and dtype
+// binary_result_dtype(op, a.dtype()), sharing no storage with a or b. Integer kDivide
+// REQUIRES no zero in b (check with contains_zero first).
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out, KernelParams params = {});
+// out = op(x). REQUIRES: unary_supported(op, x.dtype()); out fresh, same shape and dtype.
+void unary(UnaryOp op, const Tensor& x, const Tensor& out, KernelParams params = {});
+// out = condition ? x : y, all three broadcast to out's shape. REQUIRES: condition bool,
+// x and y of out's dtype.
+void where(const Tensor& condition, const Tensor& x, const Tensor& y, const Tensor& out);
+// out = x converted to out's dtype (same shape): floats to ints truncate toward zero
+// (saturating; NaN gives 0), to bool is x != 0, bool to numbers is 0 or 1.
+void cast(const Tensor& x, const Tensor& out);
+// Whether any element of x is zero (integer division's precondition).
+bool contains_zero(const Tensor& x);
+
+}  // namespace chorus::backend::cpu

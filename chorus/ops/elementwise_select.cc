@@ -1,0 +1,72 @@
+// Elementwise ops that select or convert rather than compute: clip, where, cast, and
+// their gradients.
+#include <cmath>
+
+#include "chorus/autograd/tape.h"
+#include "chorus/core/creation.h"
+#include "chorus/ops/elementwise.h"
+#include "chorus/ops/elementwise_detail.h"
+#include "chorus/ops/reduction.h"
+
+namespace chorus::ops {
+
+using detail::BinaryOp;
+using detail::KernelParams;
+using detail::UnaryOp;
+
+// Integer inputs clip to the integers inside [min_value, max_value].
+Tensor clip(const Tensor& x, double min_value, double max_value) {
+  detail::check_defined("clip", x, "x");
+  if (!(min_value <= max_value)) {
+    throw_error<ValueError>("clip: expected min_value <= max_value. Received: min_value={}, max_value={}", min_value,
+                            max_value);
+  }
+  const KernelParams bounds{.lo = min_value, .hi = max_value};
+  Tensor out = detail::unary_forward("clip", UnaryOp::kClip, x, bounds);
+  autograd::record("clip", {x}, {out}, [&] {
+    return [x, bounds](std::span<const Tensor> g) {
+      return std::vector<Tensor>{detail::backward_kernel(BinaryOp::kClipGrad, x, g[0], bounds)};
+    };
+  });
+  return out;
+}
+
+Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
+  detail::check_defined("where", condition, "condition");
+  detail::check_defined("where", x, "x");
+  detail::check_defined("where", y, "y");
+  if (condition.dtype() != kBool) {
+    throw_error<DTypeError>("where: expected a bool condition, got dtype {}", dtype_name(condition.dtype()));
+  }
+  detail::check_same_dtype("where", x, y);
+  const Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), x.shape(), "where"), y.shape(), "where");
+  Tensor out = Tensor::empty(shape, x.dtype());
+  backend::cpu::where(condition, x, y, out);
+  autograd::record("where", {condition, x, y}, {out}, [&] {
+    return [condition, sx = x.shape(), sy = y.shape()](std::span<const Tensor> g) {
+      const Tensor zero = scalar(0, g[0].dtype());
+      return std::vector<Tensor>{Tensor(), sum_to(where(condition, g[0], zero), sx),
+                                 sum_to(where(condition, zero, g[0]), sy)};
+    };
+  });
+  return out;
+}
+
+Tensor cast(const Tensor& x, DType dtype) {
+  detail::check_defined("cast", x, "x");
+  Tensor out;
+  if (x.dtype() == dtype) {
+    out = x.view(x.shape());  // nothing to convert: a fresh handle on the same storage
+  } else {
+    out = Tensor::empty(x.shape(), dtype);
+    backend::cpu::cast(x, out);
+  }
+  if (is_floating(x.dtype()) && is_floating(dtype)) {
+    autograd::record("cast", {x}, {out}, [&] {
+      return [from = x.dtype()](std::span<const Tensor> g) { return std::vector<Tensor>{cast(g[0], from)}; };
+    });
+  }
+  return out;
+}
+
+}  // namespace chorus::ops
