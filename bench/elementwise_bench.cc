@@ -62,7 +62,7 @@ void run_case(const Case& c, int64_t elements, int threads) {
                {"op", c.op},
                {"elements", elements},
                {"threads", threads},
-               {"isa", std::string(backend::cpu::isa_name(backend::cpu::elementwise_isa()))},
+               {"isa", std::string(backend::cpu::isa_name(backend::cpu::active_isa()))},
                {"seconds", seconds},
                {"gb_per_s", gb_per_s},
                {"memcpy_gb_per_s", memcpy_gb_per_s},

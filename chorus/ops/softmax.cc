@@ -38,8 +38,8 @@ Tensor logsumexp_grad(const Tensor& x, const Tensor& lse, const Tensor& g, const
   return from_float32(dx, x.dtype());
 }
 
-using Forward = void (*)(const float*, float*, int64_t, int64_t, int64_t, backend::cpu::ReduceIsa);
-using Backward = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, backend::cpu::ReduceIsa);
+using Forward = void (*)(const float*, float*, int64_t, int64_t, int64_t, backend::cpu::Isa);
+using Backward = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, backend::cpu::Isa);
 
 // softmax and log_softmax: y = forward(x) along `axis`; backward(y, g) gives dx.
 Tensor softmax_like(const char* op, Forward forward, Backward backward, const Tensor& x, int axis) {
@@ -47,7 +47,7 @@ Tensor softmax_like(const char* op, Forward forward, Backward backward, const Te
   const AxisView v = view_around(x.shape(), x.shape().normalize_axis(axis, op));
   const Tensor xf = to_float32(x);
   Tensor y = Tensor::empty(x.shape(), kFloat32);
-  if (y.numel() > 0) forward(xf.data<float>(), y.data<float>(), v.outer, v.n, v.inner, backend::cpu::best_reduce_isa());
+  if (y.numel() > 0) forward(xf.data<float>(), y.data<float>(), v.outer, v.n, v.inner, backend::cpu::active_isa());
   Tensor out = from_float32(y, x.dtype());
   autograd::record(op, {x}, {out}, [&] {
     return [out, v, backward](std::span<const Tensor> g) {
@@ -55,7 +55,7 @@ Tensor softmax_like(const char* op, Forward forward, Backward backward, const Te
       Tensor dx = Tensor::empty(out.shape(), kFloat32);
       if (dx.numel() > 0) {
         backward(yf.data<float>(), gf.data<float>(), dx.data<float>(), v.outer, v.n, v.inner,
-                 backend::cpu::best_reduce_isa());
+                 backend::cpu::active_isa());
       }
       return std::vector<Tensor>{from_float32(dx, out.dtype())};
     };

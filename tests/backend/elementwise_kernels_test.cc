@@ -15,7 +15,7 @@
 namespace chorus {
 namespace {
 
-using backend::cpu::elementwise_isa;
+using backend::cpu::active_isa;
 using backend::cpu::Isa;
 using backend::cpu::isa_name;
 using backend::cpu::isa_supported;
@@ -78,7 +78,7 @@ std::vector<std::pair<std::string, Computation>> computations() {
 }
 
 TEST(ElementwiseKernelsTest, EveryIsaAgreesWithTheBaseline) {
-  RecordProperty("dispatched_isa", std::string(isa_name(elementwise_isa())));
+  RecordProperty("dispatched_isa", std::string(isa_name(active_isa())));
   for (const auto& [name, compute] : computations()) {
     Tensor expected;
     {
@@ -99,15 +99,15 @@ TEST(ElementwiseKernelsTest, EveryIsaAgreesWithTheBaseline) {
 }
 
 TEST(ElementwiseKernelsTest, OverrideIsScopedAndPerThread) {
-  const Isa best = elementwise_isa();
+  const Isa best = active_isa();
   {
     ScopedIsaOverride guard(Isa::kBaseline);
-    EXPECT_EQ(elementwise_isa(), Isa::kBaseline);
+    EXPECT_EQ(active_isa(), Isa::kBaseline);
     Isa seen_elsewhere = Isa::kBaseline;
-    std::thread([&] { seen_elsewhere = elementwise_isa(); }).join();
+    std::thread([&] { seen_elsewhere = active_isa(); }).join();
     EXPECT_EQ(seen_elsewhere, best);
   }
-  EXPECT_EQ(elementwise_isa(), best);
+  EXPECT_EQ(active_isa(), best);
   EXPECT_TRUE(isa_supported(Isa::kBaseline));
   EXPECT_EQ(isa_name(Isa::kAvx512), "avx512");
 }

@@ -133,9 +133,9 @@ TEST(ReductionTest, ThreadCountDoesNotChangeTheBits) {
 }
 
 TEST(ReductionTest, EveryInstructionSetGivesTheSameSumBits) {
-  using backend::cpu::ReduceIsa;
+  using backend::cpu::Isa;
   using backend::cpu::ReduceKind;
-  const int best = static_cast<int>(backend::cpu::best_reduce_isa());
+  const int best = static_cast<int>(backend::cpu::active_isa());
   for (const auto& [outer, reduced, inner] : std::vector<std::array<int64_t, 3>>{
            {1, 100003, 1}, {5, 4099, 1}, {3, 1027, 7}, {2, 333, 131}, {1, 70001, 3}}) {
     const Tensor x = random_tensor({outer * reduced * inner}, 41);
@@ -143,13 +143,13 @@ TEST(ReductionTest, EveryInstructionSetGivesTheSameSumBits) {
     for (ReduceKind kind : {ReduceKind::kSum, ReduceKind::kMax, ReduceKind::kMin}) {
       std::vector<float> base(static_cast<size_t>(outer * inner)), other(base.size());
       std::vector<float> base_b(base.size()), other_b(base.size());
-      backend::cpu::reduce(kind, x.data<float>(), base.data(), outer, reduced, inner, ReduceIsa::kBaseline);
-      backend::cpu::reduce(kind, xb.data<bfloat16>(), base_b.data(), outer, reduced, inner, ReduceIsa::kBaseline);
+      backend::cpu::reduce(kind, x.data<float>(), base.data(), outer, reduced, inner, Isa::kBaseline);
+      backend::cpu::reduce(kind, xb.data<bfloat16>(), base_b.data(), outer, reduced, inner, Isa::kBaseline);
       for (int isa = 1; isa <= best; ++isa) {
         SCOPED_TRACE(::testing::Message() << "isa " << isa << " kind " << static_cast<int>(kind) << " inner " << inner);
-        backend::cpu::reduce(kind, x.data<float>(), other.data(), outer, reduced, inner, static_cast<ReduceIsa>(isa));
+        backend::cpu::reduce(kind, x.data<float>(), other.data(), outer, reduced, inner, static_cast<Isa>(isa));
         backend::cpu::reduce(kind, xb.data<bfloat16>(), other_b.data(), outer, reduced, inner,
-                             static_cast<ReduceIsa>(isa));
+                             static_cast<Isa>(isa));
         EXPECT_EQ(std::memcmp(base.data(), other.data(), base.size() * 4), 0);
         EXPECT_EQ(std::memcmp(base_b.data(), other_b.data(), base.size() * 4), 0);
       }

@@ -120,10 +120,10 @@ TEST(SoftmaxTest, VectorExpIsAccurateOnEveryInstructionSet) {
   std::vector<float> x;
   for (float v = -87.f; v <= 0.f; v += 0.0137f) x.push_back(v);
   x.insert(x.end(), {-kInf, -100.f, -88.f, std::numeric_limits<float>::quiet_NaN(), 0.5f, 10.f, 88.f});
-  const int best = static_cast<int>(backend::cpu::best_reduce_isa());
+  const int best = static_cast<int>(backend::cpu::active_isa());
   for (int isa = 0; isa <= best; ++isa) {
     std::vector<float> y(x.size());
-    backend::cpu::reduce_kernel_table(static_cast<backend::cpu::ReduceIsa>(isa))
+    backend::cpu::reduce_kernel_table(static_cast<backend::cpu::Isa>(isa))
         .exp_shift_scale(x.data(), y.data(), static_cast<int64_t>(x.size()), 0.f, 1.f);
     double worst = 0;
     for (size_t i = 0; i < x.size(); ++i) {

@@ -15,23 +15,8 @@
 namespace chorus::backend::cpu {
 namespace {
 
-thread_local int t_isa_override = -1;  // -1: none; else an Isa value
-
-Isa detect_best_isa() {
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-  return avx512 ? Isa::kAvx512 : avx2 ? Isa::kAvx2 : Isa::kBaseline;
-}
-
-Isa best_isa() {
-  static const Isa best = detect_best_isa();
-  return best;
-}
-
 const KernelTable& current_table() {
-  switch (elementwise_isa()) {
+  switch (active_isa()) {
     case Isa::kAvx512: return avx512_kernel_table();
     case Isa::kAvx2: return avx2_kernel_table();
     case Isa::kBaseline: break;
@@ -128,28 +113,6 @@ int where_size_index(size_t size) { return size == 1 ? 0 : size == 2 ? 1 : size 
 
 }  // namespace
 
-std::string_view isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::kBaseline: return "baseline";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
-  }
-  return "unknown";
-}
-
-bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(best_isa()); }
-
-Isa elementwise_isa() { return t_isa_override >= 0 ? static_cast<Isa>(t_isa_override) : best_isa(); }
-
-ScopedIsaOverride::ScopedIsaOverride(Isa isa) : previous_(t_isa_override) {
-  if (!isa_supported(isa)) {
-    throw_error<ValueError>("ScopedIsaOverride: this CPU cannot run {} kernels (best: {})", isa_name(isa),
-                            isa_name(best_isa()));
-  }
-  t_isa_override = static_cast<int>(isa);
-}
-
-ScopedIsaOverride::~ScopedIsaOverride() { t_isa_override = previous_; }
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out, KernelParams params) {
   const int64_t n = out.numel();

@@ -1,41 +1,16 @@
-// Elementwise CPU kernels: op codes, run-time instruction-set dispatch, and drivers that
+// Elementwise CPU kernels: op codes and the drivers that
 // run one kernel over tensors with NumPy broadcasting and intra-op threads. The loops are
-// compiled once per ISA (elementwise_kernels_{baseline,avx2,avx512}.cc); the best one the
-// CPU supports is picked once. Thread-safe; the ISA override for tests is per thread.
+// compiled once per ISA (elementwise_kernels_{baseline,avx2,avx512}.cc) and picked by
+// active_isa() (isa.h). Thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
 
+#include "chorus/backend/cpu/isa.h"
 #include "chorus/core/tensor.h"
 
 namespace chorus::backend::cpu {
-
-enum class Isa : uint8_t { kBaseline, kAvx2, kAvx512 };
-inline constexpr int kNumIsas = 3;
-
-// "baseline", "avx2", "avx512".
-std::string_view isa_name(Isa isa);
-// Whether this CPU (and OS) can run `isa`'s kernels.
-bool isa_supported(Isa isa);
-// The ISA whose kernels elementwise ops use on this thread: the best supported one
-// (detected once), unless a ScopedIsaOverride is active on this thread.
-Isa elementwise_isa();
-
-// Forces this thread's elementwise kernels to `isa` for the guard's lifetime (tests compare
-// ISAs against the baseline with it); restores the previous choice on destruction. Throws
-// ValueError if the CPU cannot run `isa`. Kernels chosen on this thread run on its
-// OpenMP workers too.
-class ScopedIsaOverride {
- public:
-  explicit ScopedIsaOverride(Isa isa);
-  ~ScopedIsaOverride();
-  ScopedIsaOverride(const ScopedIsaOverride&) = delete;
-  ScopedIsaOverride& operator=(const ScopedIsaOverride&) = delete;
-
- private:
-  int previous_;
-};
 
 // Two-operand kernels. The first group are the public ops; the *Grad ones are fused
 // backward kernels taking (forward input x or output y, upstream gradient g) -> dL/dx.

@@ -1,10 +1,5 @@
 // AVX2 + FMA build of the elementwise loops (CMake compiles *_avx2.cc with -mavx2 -mfma).
 // Only reached through the dispatcher in elementwise_kernels.cc, after checking the CPU.
-//
-// No kernel runs with floating-point exceptions unmasked or reads the exception flags, so
-// operations need not be treated as trapping; without this, GCC refuses to if-convert
-// selects around divisions and conversions, and those loops would not vectorise.
-#pragma GCC optimize("no-trapping-math")
 
 #include "chorus/backend/cpu/elementwise_loops.h"
 

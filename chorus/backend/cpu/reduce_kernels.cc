@@ -109,7 +109,7 @@ void reduce_columns(const ReduceKernelTable& table, ReduceKind kind, const T* x,
 
 template <class T>
 void reduce_float(ReduceKind kind, const T* x, float* out, int64_t outer, int64_t reduced, int64_t inner,
-                  ReduceIsa isa) {
+                  Isa isa) {
   assert(reduced >= 1);
   const ReduceKernelTable& table = reduce_kernel_table(isa);
   if (inner == 1) {
@@ -201,25 +201,12 @@ void argmax_impl(const T* x, int64_t* out, int64_t outer, int64_t reduced, int64
 
 }  // namespace
 
-ReduceIsa best_reduce_isa() {
-  static const ReduceIsa isa = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
-      return ReduceIsa::kAvx512;
-    }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return ReduceIsa::kAvx2;
-    return ReduceIsa::kBaseline;
-  }();
-  return isa;
-}
-
-const ReduceKernelTable& reduce_kernel_table(ReduceIsa isa) {
-  assert(static_cast<int>(isa) <= static_cast<int>(best_reduce_isa()));
+const ReduceKernelTable& reduce_kernel_table(Isa isa) {
+  assert(static_cast<int>(isa) <= static_cast<int>(best_isa()));
   switch (isa) {
-    case ReduceIsa::kAvx512: return reduce_table_avx512();
-    case ReduceIsa::kAvx2: return reduce_table_avx2();
-    case ReduceIsa::kBaseline: break;
+    case Isa::kAvx512: return reduce_table_avx512();
+    case Isa::kAvx2: return reduce_table_avx2();
+    case Isa::kBaseline: break;
   }
   return reduce_table_baseline();
 }
@@ -235,11 +222,11 @@ float combine_partials(ReduceKind kind, const float* parts, int64_t count, int64
 }
 
 void reduce(ReduceKind kind, const float* x, float* out, int64_t outer, int64_t reduced, int64_t inner,
-            ReduceIsa isa) {
+            Isa isa) {
   reduce_float(kind, x, out, outer, reduced, inner, isa);
 }
 void reduce(ReduceKind kind, const bfloat16* x, float* out, int64_t outer, int64_t reduced, int64_t inner,
-            ReduceIsa isa) {
+            Isa isa) {
   reduce_float(kind, x, out, outer, reduced, inner, isa);
 }
 void reduce(ReduceKind kind, const int32_t* x, int32_t* out, int64_t outer, int64_t reduced, int64_t inner) {

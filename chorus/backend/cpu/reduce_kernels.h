@@ -16,9 +16,9 @@ namespace chorus::backend::cpu {
 // bits on every ISA; max/min return NaN when the range holds one.
 // REQUIRES: reduced >= 1; out does not overlap x.
 void reduce(ReduceKind kind, const float* x, float* out, int64_t outer, int64_t reduced, int64_t inner,
-            ReduceIsa isa = best_reduce_isa());
+            Isa isa = active_isa());
 void reduce(ReduceKind kind, const bfloat16* x, float* out, int64_t outer, int64_t reduced, int64_t inner,
-            ReduceIsa isa = best_reduce_isa());
+            Isa isa = active_isa());
 // Integer reductions; sums wrap around (two's complement), as TensorFlow's do.
 void reduce(ReduceKind kind, const int32_t* x, int32_t* out, int64_t outer, int64_t reduced, int64_t inner);
 void reduce(ReduceKind kind, const int64_t* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner);

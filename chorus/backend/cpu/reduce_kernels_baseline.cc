@@ -1,5 +1,5 @@
 // The reduction and softmax leaf kernels compiled for baseline x86-64 (SSE2): 16-byte vectors.
-// CMake gives files named *_avx2.cc / *_avx512.cc that ISA's flags; best_reduce_isa()
+// CMake gives files named *_avx2.cc / *_avx512.cc that ISA's flags; active_isa()
 // decides at run time which table may be used.
 #include "chorus/backend/cpu/reduce_kernels_impl.h"
 

@@ -7,14 +7,12 @@
 
 #include <cstdint>
 
+#include "chorus/backend/cpu/isa.h"
 #include "chorus/core/bfloat16.h"
 
 namespace chorus::backend::cpu {
 
 enum class ReduceKind { kSum, kMax, kMin };
-
-// Instruction sets the leaf kernels are compiled for.
-enum class ReduceIsa { kBaseline, kAvx2, kAvx512 };
 
 // Leaf sizes of the fixed pairwise tree that float sums follow. A contiguous row of n
 // elements is cut into leaves of kSumLeaf elements (summed in 64 interleaved lanes);
@@ -51,10 +49,8 @@ struct ReduceKernelTable {
   void (*exp_shift_scale_each)(const float* x, float* dx, int64_t n, const float* shift, const float* scale);
 };
 
-// The table for `isa`. REQUIRES: the CPU supports isa (see best_reduce_isa()).
-const ReduceKernelTable& reduce_kernel_table(ReduceIsa isa);
-// The best instruction set this CPU runs (checked once).
-ReduceIsa best_reduce_isa();
+// The table for `isa`. REQUIRES: the CPU supports isa (see isa_supported()).
+const ReduceKernelTable& reduce_kernel_table(Isa isa);
 
 // Per-ISA tables (one per translation unit).
 const ReduceKernelTable& reduce_table_baseline();

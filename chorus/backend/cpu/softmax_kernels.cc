@@ -61,15 +61,15 @@ void backward(GradRowsFn rows_fn, const float* y, const float* g, float* dx, int
 
 }  // namespace
 
-void softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, ReduceIsa isa) {
+void softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, Isa isa) {
   forward(reduce_kernel_table(isa).softmax_rows, x, y, outer, n, inner);
 }
 
-void log_softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, ReduceIsa isa) {
+void log_softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, Isa isa) {
   forward(reduce_kernel_table(isa).log_softmax_rows, x, y, outer, n, inner);
 }
 
-void logsumexp(const float* x, float* out, int64_t outer, int64_t n, int64_t inner, ReduceIsa isa) {
+void logsumexp(const float* x, float* out, int64_t outer, int64_t n, int64_t inner, Isa isa) {
   const auto rows_fn = reduce_kernel_table(isa).logsumexp_rows;
   if (inner == 1) {
     over_rows(outer, n, [&](int64_t b, int64_t rows) { rows_fn(x + b * n, out + b, rows, n); });
@@ -81,17 +81,17 @@ void logsumexp(const float* x, float* out, int64_t outer, int64_t n, int64_t inn
 }
 
 void softmax_grad(const float* y, const float* g, float* dx, int64_t outer, int64_t n, int64_t inner,
-                  ReduceIsa isa) {
+                  Isa isa) {
   backward(reduce_kernel_table(isa).softmax_grad_rows, y, g, dx, outer, n, inner);
 }
 
 void log_softmax_grad(const float* y, const float* g, float* dx, int64_t outer, int64_t n, int64_t inner,
-                      ReduceIsa isa) {
+                      Isa isa) {
   backward(reduce_kernel_table(isa).log_softmax_grad_rows, y, g, dx, outer, n, inner);
 }
 
 void logsumexp_grad(const float* x, const Shape& full, const float* lse, const float* g, const Shape& kept,
-                    float* dx, ReduceIsa isa) {
+                    float* dx, Isa isa) {
   const ReduceKernelTable& table = reduce_kernel_table(isa);
   for_each_broadcast_run(full, kept, kGrain, [&](int64_t fo, int64_t ko, int64_t len, int64_t step) {
     if (step == 0) {

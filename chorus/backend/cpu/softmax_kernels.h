@@ -14,26 +14,26 @@ namespace chorus::backend::cpu {
 
 // y = exp(x - max) / sum(exp(x - max)) along n. A row that is all -inf, or holds +inf or
 // NaN, gives NaN (as TensorFlow does). REQUIRES: n >= 1; y may equal x.
-void softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, ReduceIsa isa = best_reduce_isa());
+void softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, Isa isa = active_isa());
 // y = x - logsumexp(x) along n.
 void log_softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner,
-                 ReduceIsa isa = best_reduce_isa());
+                 Isa isa = active_isa());
 // out[o, i] = log(sum_r exp(x[o, r, i])) into an (outer, inner) array; -inf for an all
 // -inf row, +inf if the row holds +inf, NaN if it holds NaN.
 void logsumexp(const float* x, float* out, int64_t outer, int64_t n, int64_t inner,
-               ReduceIsa isa = best_reduce_isa());
+               Isa isa = active_isa());
 
 // Backward passes, from the forward output y and its gradient g:
 // softmax: dx = y * (g - sum(g * y));  log_softmax: dx = g - exp(y) * sum(g).
 void softmax_grad(const float* y, const float* g, float* dx, int64_t outer, int64_t n, int64_t inner,
-                  ReduceIsa isa = best_reduce_isa());
+                  Isa isa = active_isa());
 void log_softmax_grad(const float* y, const float* g, float* dx, int64_t outer, int64_t n, int64_t inner,
-                      ReduceIsa isa = best_reduce_isa());
+                      Isa isa = active_isa());
 
 // The logsumexp backward pass: dx = exp(x - lse) * g, where lse and g have shape `kept`
 // (`full` with the reduced axes set to 1) and are broadcast to x's shape `full`. Where
 // lse is -inf (an all -inf slice) dx is 0.
 void logsumexp_grad(const float* x, const Shape& full, const float* lse, const float* g, const Shape& kept,
-                    float* dx, ReduceIsa isa = best_reduce_isa());
+                    float* dx, Isa isa = active_isa());
 
 }  // namespace chorus::backend::cpu
