@@ -101,21 +101,6 @@ class NoGradGuard {
 //   record("multiply", {a, b}, {out}, [&] { return [a, b](std::span<const Tensor> g) {...}; });
 // `op` must be a string literal (it is kept, not copied).
 template <class MakeBackward>
-void record(const char* op, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor> outputs,
-            MakeBackward&& make_backward) {
-  GradientTape* tape = current_tape();
-  if (tape == nullptr) return;
-  bool any_tracked = false;
-  for (const Tensor& t : inputs) {
-    if (t.defined() && is_floating(t.dtype()) && tape->slot_of(t) >= 0) any_tracked = true;
-  }
-  if (!any_tracked) return;
-  tape->add_record(op, std::span<const Tensor>(inputs.begin(), inputs.size()),
-                   std::span<const Tensor>(outputs.begin(), outputs.size()), BackwardFn(make_backward()));
-}
-
-// The same for ops with a variable number of inputs or outputs.
-template <class MakeBackward>
 void record(const char* op, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
             MakeBackward&& make_backward) {
   GradientTape* tape = current_tape();
@@ -126,6 +111,13 @@ void record(const char* op, std::span<const Tensor> inputs, std::span<const Tens
   }
   if (!any_tracked) return;
   tape->add_record(op, inputs, outputs, BackwardFn(make_backward()));
+}
+
+template <class MakeBackward>
+void record(const char* op, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor> outputs,
+            MakeBackward&& make_backward) {
+  record(op, std::span<const Tensor>(inputs.begin(), inputs.size()),
+         std::span<const Tensor>(outputs.begin(), outputs.size()), std::forward<MakeBackward>(make_backward));
 }
 
 }  // namespace chorus::autograd
