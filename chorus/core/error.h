@@ -35,6 +35,12 @@ class ValueError : public Error {
   using Error::Error;
 };
 
+// A file or network resource that cannot be read, parsed or written: the message names
+// the file and the line or byte offset (`u.data:5121: expected 4 tab-separated fields, found 3`).
+class IOError : public Error {
+  using Error::Error;
+};
+
 // Throws E with a message formatted by fmt: `throw_error<ShapeError>("{}: ...", op)`.
 template <class E = Error, class... Args>
 [[noreturn]] void throw_error(fmt::format_string<Args...> format, Args&&... args) {
