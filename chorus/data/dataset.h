@@ -30,12 +30,19 @@ namespace chorus::data {
 // tf.data's cardinality constants.
 inline constexpr int64_t kInfiniteCardinality = -1;
 inline constexpr int64_t kUnknownCardinality = -2;
+// tf.data.AUTOTUNE: for prefetch's buffer_size (8 elements) and map's num_parallel_calls
+// (one worker per hardware thread).
+inline constexpr int64_t kAutotune = -1;
 
 class DatasetImpl;
 class IteratorImpl;
 
 // Where an iterator stands: enough to resume the same pass at the same element after a
-// crash (saved in checkpoints as JSON). Opaque to callers.
+// crash (saved in checkpoints as JSON). Opaque to callers: {"pipeline": "range ->
+// shuffle -> batch", "state": each stage's state nesting its input's}. Stages with
+// read-ahead (shuffle, prefetch, parallel map, unbatch, a cache still recording)
+// restore by replaying their input from the start of the pass, skipping without
+// running map functions where they can.
 struct IteratorPosition {
   nlohmann::json state;
 };
@@ -44,34 +51,45 @@ struct IteratorPosition {
 class Iterator {
  public:
   explicit Iterator(std::unique_ptr<IteratorImpl> impl);
+  // `pipeline` (DatasetImpl::describe()) tags positions: restore() rejects a position
+  // saved from another pipeline, naming both.
+  Iterator(std::unique_ptr<IteratorImpl> impl, std::string pipeline);
   Iterator(Iterator&&) noexcept;
   Iterator& operator=(Iterator&&) noexcept;
   ~Iterator();
 
-  // The next element, or nullopt at the end of the pass. Errors from readers or user
-  // functions propagate as exceptions (the iterator is then unusable).
+  // The next element, or nullopt at the end of the pass (and on every later call).
+  // Errors from readers or user functions propagate as exceptions; through prefetch and
+  // parallel map the next call continues with the following element, elsewhere the
+  // iterator should be considered unusable.
   std::optional<Tree> next();
   // The position after the last element returned.
   IteratorPosition position() const;
   // Moves to `position` (from position() of an iterator over the same dataset, possibly
-  // in another process): the next call to next() returns the element that followed it.
-  // Throws ValueError if the position does not belong to this pipeline.
+  // in another process, for the same epoch): the next call to next() returns the element
+  // that followed it. Throws ValueError if the position belongs to another pipeline
+  // (naming both) or is malformed.
   void restore(const IteratorPosition& position);
 
  private:
+  IteratorImpl& checked() const;
+
   std::unique_ptr<IteratorImpl> impl_;
+  std::string pipeline_;
 };
 
 struct MapOptions {
-  // Elements transformed concurrently on worker threads; 1 runs fn on the iterating
-  // thread. Results always come out in input order.
+  // Elements transformed concurrently on worker threads (kAutotune: one per hardware
+  // thread); 1 runs fn on the iterating thread. Results always come out in input order,
+  // and an exception from fn surfaces from next() at its element's place. With more than
+  // one, fn must be safe to call from several threads at once.
   int num_parallel_calls = 1;
 };
 
 struct PaddedBatchOptions {
   // Per-leaf padded shape without the batch axis, -1 meaning "the longest in the batch".
   // Empty: pad every axis to the longest in the batch.
-  std::vector<std::vector<int64_t>> padded_shapes;
+  std::vector<std::vector<int64_t>> padded_shapes = {};
   double padding_value = 0;
   bool drop_remainder = false;
 };
@@ -82,14 +100,18 @@ class Dataset {
 
   // ---- sources ----
   // Element i is every leaf's slice i along the first axis (views, no copies). All leaves
-  // must have the same first dimension (ValueError naming the leaves otherwise).
+  // must have rank >= 1 and the same first dimension: ValueError naming the leaves
+  // otherwise ("from_tensor_slices: expected every tensor to have the same first
+  // dimension. Received: shape (4, 2) at ["x"] and shape (3,) at ["y"]").
   static Dataset from_tensor_slices(const Tree& tree);
-  // Scalars (int64) start, start + step, ... before stop.
+  // Scalars (int64) start, start + step, ... before stop. ValueError for step 0.
   static Dataset range(int64_t start, int64_t stop, int64_t step = 1);
   static Dataset range(int64_t stop) { return range(0, stop); }
-  // Elements from a generator: `make(epoch)` is called at the start of each pass and
-  // returns a function yielding the next element or nullopt at the end. Restoring a
-  // position replays the generator up to it.
+  // Elements from a generator: `make(epoch)` is called at the start of each pass (on
+  // its first next()) and returns a function yielding the next element or nullopt at
+  // the end; it is not called again after nullopt. Restoring a position replays a fresh
+  // generator up to it, so pass e must yield the same elements each time it is made.
+  // `make` may be called from several threads when several iterators run at once.
   using Generator = std::function<std::optional<Tree>()>;
   static Dataset from_generator(std::function<Generator(int64_t epoch)> make,
                                 int64_t cardinality = kUnknownCardinality);
@@ -97,41 +119,74 @@ class Dataset {
   static Dataset zip(const std::vector<Dataset>& datasets);
 
   // ---- transforms ----
+  // fn(element) for every element; the cardinality is kept. fn runs on the iterating
+  // thread, or on the iterator's workers (MapOptions). Pipelines do not record on
+  // gradient tapes of worker threads; keep fn free of training-state side effects.
   Dataset map(std::function<Tree(const Tree&)> fn, MapOptions options = {}) const;
+  // The elements for which predicate(element) is true; cardinality unknown.
   Dataset filter(std::function<bool(const Tree&)> predicate) const;
   // tf.data semantics: a buffer of `buffer_size` elements, each output drawn uniformly
-  // from it and replaced by the next input. The order of pass e depends on (seed, e) if
-  // reshuffle_each_iteration, else on seed alone. Without a seed one is drawn when the
-  // dataset is made (pass one explicitly for reproducible runs across processes).
+  // from it and replaced by the next input; once the input ends the buffer drains at
+  // random. The order of pass e is a pure function of the seed (forked by e when
+  // reshuffle_each_iteration; pass 0 is the same either way) and the input. Without a
+  // seed one is drawn when the dataset is made: positions carry it, so a restored
+  // iterator finishes its pass in the saved order, but pass a seed for splits that
+  // must agree across processes. Small fixed-layout elements (<= 256 bytes of leaves)
+  // are buffered packed and come out as fresh tensors; larger ones as the input's trees.
   Dataset shuffle(int64_t buffer_size, std::optional<uint64_t> seed = std::nullopt,
                   bool reshuffle_each_iteration = true) const;
-  // Stacks consecutive elements along a new first axis (leaves must agree in shape and
-  // dtype: ShapeError naming the leaf and element otherwise). The last batch is short
-  // unless drop_remainder.
+  // Stacks consecutive elements along a new first axis into one fresh tensor per leaf.
+  // Leaves must agree in shape and dtype: ShapeError / DTypeError naming the leaf path
+  // and the element's index in the batch ("batch: element 2 of the batch has shape (4,)
+  // at ["x"], but element 0 has shape (3,)"); ValueError for another tree structure.
+  // The last batch is short unless drop_remainder.
   Dataset batch(int64_t batch_size, bool drop_remainder = false) const;
+  // batch for variable-length leaves: each leaf is padded with options.padding_value to
+  // the longest in the batch along every axis, or to options.padded_shapes. ShapeError
+  // for an element longer than its padded shape or of another rank.
   Dataset padded_batch(int64_t batch_size, PaddedBatchOptions options = {}) const;
-  // The inverse of batch: slices every leaf along its first axis.
+  // The inverse of batch: slices every leaf along its first axis (views of the batch).
+  // ShapeError for a scalar leaf or leaves with different first dimensions.
   Dataset unbatch() const;
+  // The first `count` elements (-1: all). Stops pulling its input after them.
   Dataset take(int64_t count) const;
+  // All but the first `count` elements (-1: none).
   Dataset skip(int64_t count) const;
   // `count` passes over this dataset (-1: forever); pass e of the result reads passes
-  // e * count ... of this one so reshuffles differ across repeats.
+  // e * count ... of this one so reshuffles differ across repeats. An input pass that
+  // yields nothing ends the repetition (no endless loop over an empty dataset).
   Dataset repeat(int64_t count = -1) const;
-  // The first full pass is recorded and later passes replay it: in memory when `path` is
-  // empty, else in files under `path` (written atomically when the pass completes; a
-  // partial pass is never taken for a whole one).
+  // The first complete pass is recorded and every later pass (of any epoch) replays it
+  // without touching the input: in memory when `path` is empty, else in the file
+  // `path`/elements.chorus-cache (written to a temporary file and renamed when the pass
+  // completes; a later process with the same path reads it back). A pass also counts as
+  // complete when it reaches the input's known cardinality. A partial pass is dropped.
+  // The in-memory recording is shared by all iterators of this dataset (guarded by a
+  // mutex; safe from several threads). Served elements share storage with the
+  // recording: do not write into them. A corrupt or truncated file is an IOError naming
+  // the file and byte offset; a file of another pipeline is a ValueError.
   Dataset cache(const std::string& path = "") const;
-  // A background thread keeps up to `buffer_size` elements ready.
+  // A background thread per iterator keeps up to `buffer_size` elements ready
+  // (kAutotune: 8), so a producer no slower than the consumer costs nothing but a
+  // hand-off of a few microseconds per element (less with larger buffers: a producer
+  // that filled the queue is woken when it is half empty). Errors arrive at their
+  // element's place. Destroying the iterator stops and joins the thread.
   Dataset prefetch(int64_t buffer_size = 1) const;
-  // Every num_shards-th element starting at `index`.
+  // Every num_shards-th element starting at `index`: shards are disjoint and together
+  // cover the input. Cardinality ceil((n - index) / num_shards).
   Dataset shard(int64_t num_shards, int64_t index) const;
-  // Elements become [int64 index, element] lists.
+  // Elements become [int64 index, element] lists, counting from `start`.
   Dataset enumerate(int64_t start = 0) const;
 
   // The number of elements per pass if known, else kUnknownCardinality or
-  // kInfiniteCardinality (as tf.data.Dataset.cardinality()).
+  // kInfiniteCardinality, by tf.data's rules (map, shuffle, cache, prefetch keep it;
+  // filter makes it unknown; batch divides rounding up, or down with drop_remainder;
+  // take/skip clamp; repeat multiplies; zip takes the shortest).
   int64_t cardinality() const;
 
+  // A new iterator at the start of pass `epoch`. Argument errors of every transform
+  // are ValueErrors raised when the transform is called ("batch: expected batch_size >
+  // 0. Received: batch_size=0"); data errors are raised by Iterator::next().
   Iterator iterator(int64_t epoch = 0) const;
   const DatasetImpl& impl() const { return *impl_; }
 

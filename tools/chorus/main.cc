@@ -1,0 +1,28 @@
+// The `chorus` command-line tool: parses the command line with CLI11 and dispatches to
+// one subcommand (tools/chorus/*_command.cc). Any chorus error ends the process with
+// `chorus: error: ...` on stderr and exit code 1.
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "chorus/core/error.h"
+#include "tools/chorus/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"chorus: train neural networks with the Keras programming model"};
+  app.name("chorus");
+  app.require_subcommand(1);
+  // One add_*_command per subcommand; train, launch, inspect and bench come next.
+  chorus::cli::add_data_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "chorus: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
