@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "tests/testing/temp_dir.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::data {
@@ -16,23 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-class CsvTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = std::filesystem::temp_directory_path() /
-           ("chorus_csv_test_" + std::to_string(::getpid()) + "_" + info->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& bytes) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
-
-  std::filesystem::path dir_;
-};
+class CsvTest : public testing::TempDirTest {};
 
 TEST_F(CsvTest, TypedColumnsMatchTheWrittenValues) {
   // 1023 random rows written with fmt, read back and compared row by row.

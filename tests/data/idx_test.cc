@@ -12,6 +12,7 @@
 
 #include "chorus/data/mnist.h"
 #include "tests/testing/shared_data.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::data {
@@ -73,22 +74,8 @@ std::vector<T> random_values(size_t n, uint32_t seed) {
   return out;
 }
 
-class IdxTest : public ::testing::Test {
+class IdxTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = std::filesystem::temp_directory_path() /
-           ("chorus_idx_test_" + std::to_string(::getpid()) + "_" + info->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& bytes) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
-
   // Writes random values as an IDX file of `type` (plain and gzipped) and checks the
   // tensor read_idx returns against them.
   template <class T>
@@ -112,7 +99,6 @@ class IdxTest : public ::testing::Test {
     }
   }
 
-  std::filesystem::path dir_;
 };
 
 TEST_F(IdxTest, EveryTypePlainAndGzipped) {

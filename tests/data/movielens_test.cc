@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "tests/testing/shared_data.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::datasets::movielens_100k {
@@ -16,22 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-class MovielensTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = std::filesystem::temp_directory_path() /
-           ("chorus_movielens_test_" + std::to_string(::getpid()) + "_" + info->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  void write(const std::string& name, const std::string& bytes) {
-    std::ofstream(dir_ / name, std::ios::binary) << bytes;
-  }
-  std::string dir() const { return dir_.string(); }
-
-  std::filesystem::path dir_;
-};
+class MovielensTest : public testing::TempDirTest {};
 
 std::string item_line(int id, const std::string& title, int genre) {
   std::string line = std::to_string(id) + "|" + title + "|01-Jan-1995||http://x/" + std::to_string(id);

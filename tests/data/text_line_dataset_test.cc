@@ -8,6 +8,7 @@
 
 #include "chorus/data/line_reader.h"
 #include "tests/testing/shared_data.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::data {
@@ -16,23 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-class TextLineDatasetTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = std::filesystem::temp_directory_path() /
-           ("chorus_text_test_" + std::to_string(::getpid()) + "_" + info->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& bytes) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
-
-  std::filesystem::path dir_;
-};
+class TextLineDatasetTest : public testing::TempDirTest {};
 
 std::vector<std::string> all_lines(const Dataset& dataset) {
   std::vector<std::string> out;
