@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <type_traits>
 
 namespace chorus {
 
@@ -30,5 +31,16 @@ struct bfloat16 {
 };
 
 inline bool operator==(bfloat16 a, bfloat16 b) { return float(a) == float(b); }
+
+// `v` as a type C++ arithmetic and comparisons work on: bfloat16 widens to float, every
+// other element type passes through unchanged.
+template <class T>
+auto arithmetic_value(T v) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    return static_cast<float>(v);
+  } else {
+    return v;
+  }
+}
 
 }  // namespace chorus

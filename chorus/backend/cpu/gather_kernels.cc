@@ -23,15 +23,6 @@ void gather_elements(const void* x, int64_t axis_size, const I* idx, int64_t cou
   for (int64_t u = b; u < e; ++u) dst[u] = src[(u / count) * axis_size + idx[u % count]];
 }
 
-template <class T>
-auto as_number(T v) {
-  if constexpr (std::is_same_v<T, bfloat16>) {
-    return static_cast<float>(v);
-  } else {
-    return v;
-  }
-}
-
 }  // namespace
 
 template <class I>
@@ -106,7 +97,7 @@ void top_k_rows(const T* x, int64_t rows, int64_t n, int64_t k, bool sorted, T* 
       const T* row = x + r * n;
       // A strict total order: larger first, NaN largest, ties by lower index.
       auto before = [row](int64_t i, int64_t j) {
-        const auto a = as_number(row[i]), c = as_number(row[j]);
+        const auto a = arithmetic_value(row[i]), c = arithmetic_value(row[j]);
         if constexpr (std::is_floating_point_v<decltype(a)>) {
           const bool na = a != a, nc = c != c;
           if (na || nc) return na && nc ? i < j : na;

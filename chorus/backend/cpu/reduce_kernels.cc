@@ -156,15 +156,6 @@ void reduce_int(ReduceKind kind, const T* x, T* out, int64_t outer, int64_t redu
   });
 }
 
-template <class T>
-auto as_number(T v) {
-  if constexpr (std::is_same_v<T, bfloat16>) {
-    return static_cast<float>(v);
-  } else {
-    return v;
-  }
-}
-
 // Whether v beats the current best: larger, or the first NaN.
 template <class V>
 bool beats(V v, V best) {
@@ -178,18 +169,18 @@ bool beats(V v, V best) {
 template <class T>
 void argmax_impl(const T* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner) {
   assert(reduced >= 1);
-  using V = decltype(as_number(T{}));
+  using V = decltype(arithmetic_value(T{}));
   for_each_column_block(outer, reduced, inner, [&](int64_t o, int64_t c0, int64_t c1) {
     const T* base = x + o * reduced * inner;
     V best[kIntColumns];
     int64_t* dst = out + o * inner;
     for (int64_t j = c0; j < c1; ++j) {
-      best[j - c0] = as_number(base[j]);
+      best[j - c0] = arithmetic_value(base[j]);
       dst[j] = 0;
     }
     for (int64_t r = 1; r < reduced; ++r) {
       for (int64_t j = c0; j < c1; ++j) {
-        const V v = as_number(base[r * inner + j]);
+        const V v = arithmetic_value(base[r * inner + j]);
         if (beats(v, best[j - c0])) {
           best[j - c0] = v;
           dst[j] = r;
