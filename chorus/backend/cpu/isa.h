@@ -10,7 +10,6 @@
 namespace chorus::backend::cpu {
 
 enum class Isa : uint8_t { kBaseline, kAvx2, kAvx512 };
-inline constexpr int kNumIsas = 3;
 
 // "baseline", "avx2", "avx512".
 std::string_view isa_name(Isa isa);
