@@ -3,6 +3,7 @@
 
 #include "chorus/autograd/tape.h"
 #include "chorus/autograd/variable.h"
+#include "chorus/callbacks/callbacks.h"
 #include "chorus/core/creation.h"
 #include "chorus/core/random.h"
 #include "chorus/core/tensor.h"
@@ -14,4 +15,19 @@
 #include "chorus/data/mnist.h"
 #include "chorus/data/movielens.h"
 #include "chorus/data/text_line_dataset.h"
+#include "chorus/layers/layers.h"
+#include "chorus/losses/losses.h"
+#include "chorus/metrics/metrics.h"
+#include "chorus/models/models.h"
 #include "chorus/ops/ops.h"
+#include "chorus/optimizers/optimizers.h"
+
+namespace chorus {
+
+// Keras's top-level names: keras.Model, keras.Sequential, keras.Input, keras.models.load_model.
+using layers::Input;
+using models::load_model;
+using models::Model;
+using models::Sequential;
+
+}  // namespace chorus

@@ -24,6 +24,10 @@ struct AutogradInfo {
   bool trainable = false;  // a trainable Variable's value: every tape watches it
 };
 
+// Where a symbolic tensor of the functional API came from (Keras's `_keras_history`):
+// defined by chorus/layers/node.h; core only carries it.
+struct SymbolicOrigin;
+
 // The shared state behind a Tensor handle. Storage is contiguous row-major from
 // `offset` (bytes); views share `storage`.
 struct TensorImpl {
@@ -32,6 +36,8 @@ struct TensorImpl {
   Shape shape;
   DType dtype = DType::kFloat32;
   AutogradInfo autograd;
+  // Set only on the placeholder tensors of a functional model under construction.
+  std::shared_ptr<const SymbolicOrigin> keras_history;
 };
 
 class Tensor {

@@ -10,4 +10,7 @@ namespace chorus::cli {
 // `chorus data fetch NAME [--dir DIR] [--mirror URL]` and `chorus data list [--dir DIR]`.
 void add_data_command(CLI::App& app);
 
+// `chorus train mnist-mlp [--data DIR] [--epochs N] [--checkpoint-dir DIR] ...`.
+void add_train_command(CLI::App& app);
+
 }  // namespace chorus::cli

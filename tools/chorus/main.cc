@@ -14,8 +14,9 @@ int main(int argc, char** argv) {
   CLI::App app{"chorus: train neural networks with the Keras programming model"};
   app.name("chorus");
   app.require_subcommand(1);
-  // One add_*_command per subcommand; train, launch, inspect and bench come next.
+  // One add_*_command per subcommand; launch, inspect and bench come next.
   chorus::cli::add_data_command(app);
+  chorus::cli::add_train_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,374 @@
+// MNIST MLP training (the Keras tutorial's model and pipeline, examples/mnist_tutorial.h)
+// against two references measured in the same run:
+//   b64          model->fit steps/s at batch 64, on 2 (default) and 1 intra-op threads,
+//                against PyTorch's steps/s per thread setting, measured by
+//                bench/run_mnist_mlp just before and passed here; target >= 3x the best.
+//   b1024        fit step time at batch 1024 against the matmul-bound limit: the summed
+//                time of direct oneDNN primitives for exactly the step's matmuls (forward
+//                of 3 layers, dW of 3, dX of layers 2 and 3), sampled alternately with
+//                fit in the same run; target limit/achieved >= 0.7.
+//   breakdown    where a step's time goes (data, forward+loss, backward, optimizer,
+//                metrics), from a hand-written copy of Model::train_step, per batch size.
+//   rss          (--rss only) peak RSS after one full epoch, for machines without
+//                /usr/bin/time (the wrapper measures the mnist_mlp example otherwise).
+// Usage: mnist_mlp_bench [--data DIR] [--steps N] [--repeats R] [--rss] [NAME=S1,S2,...]...
+// where NAME=S1,... are PyTorch steps/s samples of one configuration ("t1=226,230,224").
+// Single-threaded driver; one JSON line per measurement (bench_util.h emit).
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <dnnl.hpp>
+#include <fmt/format.h>
+
+#include "bench/bench_util.h"
+#include "chorus/backend/cpu/parallel.h"
+#include "chorus/chorus.h"
+// The bench targets link only `chorus` (CMakeLists.txt), not `chorus_examples`, so the
+// tutorial's functions are compiled into this binary. Once the bench loop links
+// chorus_examples, include "examples/mnist_tutorial.h" instead.
+#include "examples/mnist_tutorial.cc"
+
+namespace chorus {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// The 1-minute load average: other processes on this 2-core machine distort 2-thread
+// timings most (a parallel region waits for its slowest thread).
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double load = -1;
+  in >> load;
+  return load;
+}
+
+struct Args {
+  std::string data_dir;
+  int64_t steps = 600;  // batch-64 steps per timed fit (an epoch has 781 full batches)
+  int repeats = 5;
+  bool rss = false;
+  std::map<std::string, std::vector<double>> torch;  // config -> steps/s samples
+};
+
+// MNIST from --data, $CHORUS_SHARED_DATA/mnist or <repo>/../shared/data/mnist (as
+// tests/testing/shared_data.h finds it); Debian's Fashion-MNIST when none exists.
+std::string default_data_dir() {
+  std::vector<std::filesystem::path> candidates;
+  if (const char* env = std::getenv("CHORUS_SHARED_DATA"); env != nullptr && *env != '\0') {
+    candidates.push_back(std::filesystem::path(env) / "mnist");
+  }
+  candidates.push_back(std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "shared/data/mnist");
+  for (const auto& dir : candidates) {
+    if (std::filesystem::exists(dir / "train-images-idx3-ubyte.gz")) return dir.string();
+  }
+  return datasets::fashion_mnist::kDebianDir;
+}
+
+Args parse_args(int argc, char** argv) {
+  Args args;
+  args.data_dir = default_data_dir();
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--data" && i + 1 < argc) {
+      args.data_dir = argv[++i];
+    } else if (a == "--steps" && i + 1 < argc) {
+      args.steps = std::atoll(argv[++i]);
+    } else if (a == "--repeats" && i + 1 < argc) {
+      args.repeats = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--rss") {
+      args.rss = true;
+    } else if (const auto eq = a.find('='); eq != std::string::npos) {
+      std::vector<double>& samples = args.torch[a.substr(0, eq)];
+      for (size_t pos = eq + 1; pos < a.size();) {
+        const size_t comma = std::min(a.find(',', pos), a.size());
+        samples.push_back(std::atof(a.substr(pos, comma - pos).c_str()));
+        pos = comma + 1;
+      }
+    } else {
+      throw_error<ValueError>("mnist_mlp_bench: unknown argument '{}'", a);
+    }
+  }
+  return args;
+}
+
+// --- batch 64: fit steps/s against PyTorch -------------------------------------------
+
+struct FitRunner {
+  std::unique_ptr<models::Model> model = examples::get_compiled_model();
+  data::Dataset train;
+  int64_t steps;
+  int threads;
+
+  // Seconds for one fit of `steps` steps (the first `steps` batches of the epoch).
+  double run() {
+    backend::cpu::set_intra_op_threads(threads);
+    const auto start = Clock::now();
+    model->fit(train, {.epochs = 1, .verbose = 0, .steps_per_epoch = steps});
+    return seconds_since(start);
+  }
+};
+
+void report_b64(const Args& args, const FitRunner& runner, const std::vector<double>& seconds) {
+  std::vector<double> rates;
+  for (double s : seconds) rates.push_back(static_cast<double>(runner.steps) / s);
+  const double steps_per_s = median(rates);
+  nlohmann::json record = {{"bench", "mnist_mlp"}, {"case", "fit_b64"},  {"threads", runner.threads},
+                           {"batch", 64},          {"steps", runner.steps}, {"steps_per_s", steps_per_s},
+                           {"samples", rates},     {"data", args.data_dir}, {"target_ratio", 3.0},
+                           {"load_average", load_average()}};
+  if (!args.torch.empty()) {
+    nlohmann::json torch = nlohmann::json::object();
+    std::string best_config;
+    double best = 0, best_no_ftz = 0;
+    for (const auto& [config, samples] : args.torch) {
+      const double m = median(samples);
+      torch[config] = {{"steps_per_s", m}, {"samples", samples}};
+      if (m > best) best = m, best_config = config;
+      if (config.find("ftz") == std::string::npos) best_no_ftz = std::max(best_no_ftz, m);
+    }
+    record["torch"] = torch;
+    record["torch_best_config"] = best_config;
+    record["ratio_to_torch_best"] = steps_per_s / best;
+    // The brief's reference (thread settings only, PyTorch's default denormal handling).
+    if (best_no_ftz > 0) record["ratio_to_torch_best_threads"] = steps_per_s / best_no_ftz;
+  }
+  bench::emit(record);
+}
+
+void bench_b64(const Args& args, const data::Dataset& train) {
+  std::vector<FitRunner> runners;
+  for (int threads : {backend::cpu::intra_op_threads(), 1}) {
+    runners.push_back({.train = train, .steps = 50, .threads = threads});
+    runners.back().run();  // warm-up: optimizer slots, matmul primitives, allocator caches
+    runners.back().steps = args.steps;
+  }
+  std::vector<std::vector<double>> seconds(runners.size());
+  for (int r = 0; r < args.repeats; ++r) {  // interleaved, so drift hits both settings
+    for (size_t i = 0; i < runners.size(); ++i) seconds[i].push_back(runners[i].run());
+  }
+  for (size_t i = 0; i < runners.size(); ++i) report_b64(args, runners[i], seconds[i]);
+}
+
+// --- batch 1024: fit against the matmul-bound limit -----------------------------------
+
+// One product through oneDNN's C++ API with nothing around it (as bench/matmul_bench.cc):
+// c (M, N) = op(a) @ op(b), a stored (K, M) when ta, b stored (N, K) when tb.
+struct MatmulShape {
+  std::string what;
+  int64_t m, k, n;
+  bool ta, tb;
+  double flops() const { return 2.0 * static_cast<double>(m * k * n); }
+};
+
+class DirectMatmul {
+ public:
+  explicit DirectMatmul(const MatmulShape& s) : shape_(s) {
+    using dims = dnnl::memory::dims;
+    const auto f32 = dnnl::memory::data_type::f32;
+    Generator gen(11);
+    a_ = uniform(s.ta ? Shape{s.k, s.m} : Shape{s.m, s.k}, gen, -1, 1);
+    b_ = uniform(s.tb ? Shape{s.n, s.k} : Shape{s.k, s.n}, gen, -1, 1);
+    c_ = Tensor::empty({s.m, s.n}, kFloat32);
+    const dnnl::memory::desc a_md(dims{s.m, s.k}, f32, s.ta ? dims{1, s.m} : dims{s.k, 1});
+    const dnnl::memory::desc b_md(dims{s.k, s.n}, f32, s.tb ? dims{1, s.k} : dims{s.n, 1});
+    const dnnl::memory::desc c_md(dims{s.m, s.n}, f32, dims{s.n, 1});
+    primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), engine_));
+    args_ = {{DNNL_ARG_SRC, dnnl::memory(a_md, engine_, a_.raw_data())},
+             {DNNL_ARG_WEIGHTS, dnnl::memory(b_md, engine_, b_.raw_data())},
+             {DNNL_ARG_DST, dnnl::memory(c_md, engine_, c_.raw_data())}};
+  }
+  void operator()() {
+    primitive_.execute(stream_, args_);
+    stream_.wait();
+  }
+  const MatmulShape& shape() const { return shape_; }
+
+ private:
+  MatmulShape shape_;
+  Tensor a_, b_, c_;
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  dnnl::matmul primitive_;
+  std::unordered_map<int, dnnl::memory> args_;
+};
+
+// The matmuls of one training step of the 784-256-256-10 MLP at batch b, as Dense and
+// ops::matmul's backward lay them out: x (B, D) @ kernel (D, U); dW = x^T @ g;
+// dX = g @ kernel^T. The input needs no gradient, so layer 1 has no dX.
+std::vector<MatmulShape> step_matmuls(int64_t b) {
+  const int64_t dims[][2] = {{784, 256}, {256, 256}, {256, 10}};
+  std::vector<MatmulShape> out;
+  for (int l = 0; l < 3; ++l) {
+    const int64_t d = dims[l][0], u = dims[l][1];
+    out.push_back({fmt::format("forward{}", l + 1), b, d, u, false, false});
+    out.push_back({fmt::format("dW{}", l + 1), d, b, u, true, false});
+    if (l > 0) out.push_back({fmt::format("dX{}", l + 1), b, u, d, false, true});
+  }
+  return out;
+}
+
+// Seconds per call of fn, median of `samples` samples of `iters` calls.
+template <class Fn>
+double time_calls(Fn&& fn, int iters) {
+  const auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) fn();
+  return seconds_since(start) / iters;
+}
+
+void bench_b1024(const Args& args, const data::Dataset& train, int threads) {
+  constexpr int64_t kBatch = 1024, kSteps = 40;  // 48 full batches per epoch
+  backend::cpu::set_intra_op_threads(threads);
+  FitRunner runner{.train = train, .steps = kSteps, .threads = threads};
+  runner.run();  // warm-up: builds the optimizer slots and the matmul primitives
+  const std::vector<MatmulShape> shapes = step_matmuls(kBatch);
+  std::vector<DirectMatmul> direct;
+  direct.reserve(shapes.size());
+  for (const MatmulShape& s : shapes) direct.emplace_back(s);
+  for (auto& d : direct) d(), d();
+  std::vector<double> fit_s, limit_s;
+  std::vector<std::vector<double>> each_s(direct.size());
+  for (int r = 0; r < std::max(args.repeats, 5); ++r) {  // alternate fit and limit samples
+    fit_s.push_back(runner.run() / kSteps);
+    backend::cpu::set_intra_op_threads(threads);
+    double sum = 0;
+    for (size_t i = 0; i < direct.size(); ++i) {
+      each_s[i].push_back(time_calls(direct[i], 20));
+      sum += each_s[i].back();
+    }
+    limit_s.push_back(sum);
+  }
+  double flops = 0;
+  nlohmann::json matmuls = nlohmann::json::array();
+  for (size_t i = 0; i < direct.size(); ++i) {
+    const MatmulShape& s = direct[i].shape();
+    flops += s.flops();
+    matmuls.push_back({{"what", s.what}, {"shape", fmt::format("{}x{}{}@{}x{}{}", s.m, s.k, s.ta ? "^T" : "", s.k, s.n,
+                                                                 s.tb ? "^T" : "")},
+                       {"ms", median(each_s[i]) * 1e3}, {"gflops", s.flops() / median(each_s[i]) * 1e-9}});
+  }
+  const double step = median(fit_s), limit = median(limit_s);
+  bench::emit({{"bench", "mnist_mlp"}, {"case", "matmul_bound_b1024"}, {"threads", threads},
+               {"batch", kBatch}, {"steps", kSteps}, {"gflop_per_step", flops * 1e-9},
+               {"step_ms", step * 1e3}, {"limit_step_ms", limit * 1e3},
+               {"achieved_gflops", flops / step * 1e-9}, {"limit_gflops", flops / limit * 1e-9},
+               {"ratio_limit_to_achieved", limit / step}, {"target_ratio", 0.7}, {"matmuls", matmuls},
+               {"load_average", load_average()}});
+}
+
+// --- breakdown: a copy of Model::train_step with timers ---------------------------------
+
+void bench_breakdown(const data::Dataset& train, int64_t batch, int64_t steps, int threads) {
+  backend::cpu::set_intra_op_threads(threads);
+  auto model = examples::get_compiled_model();
+  model->fit(train, {.epochs = 1, .verbose = 0, .steps_per_epoch = 5});  // builds the slots
+  std::vector<autograd::Variable> variables = model->trainable_weights();
+  const std::vector<Tensor> sources(variables.begin(), variables.end());
+  std::map<std::string, double> total;
+  auto it = train.iterator();
+  int64_t done = 0;
+  for (; done < steps; ++done) {
+    auto t = Clock::now();
+    std::optional<Tree> batch_tree = it.next();
+    if (!batch_tree) break;
+    total["data"] += seconds_since(t);
+    const Tree x = (*batch_tree)[0], y = (*batch_tree)[1];
+    Tree y_pred;
+    Tensor loss;
+    std::vector<Tensor> grads;
+    {
+      autograd::GradientTape tape;
+      t = Clock::now();
+      y_pred = (*model)(x, /*training=*/true);
+      total["forward"] += seconds_since(t);
+      t = Clock::now();
+      loss = model->compute_loss(x, y, y_pred);
+      if (loss.rank() > 0) loss = ops::mean(loss);
+      total["loss"] += seconds_since(t);
+      t = Clock::now();
+      grads = tape.gradient(loss, sources);
+      total["backward"] += seconds_since(t);
+      t = Clock::now();
+    }
+    total["tape_release"] += seconds_since(t);
+    t = Clock::now();
+    model->optimizer().apply_gradients(grads, variables);
+    total["optimizer"] += seconds_since(t);
+    t = Clock::now();
+    model->update_metrics(loss, y, y_pred, Tensor());
+    total["metrics"] += seconds_since(t);
+  }
+  double step = 0;
+  nlohmann::json parts = nlohmann::json::object();
+  for (const auto& [name, s] : total) step += s;
+  for (const auto& [name, s] : total) {
+    parts[name] = {{"ms_per_step", s / static_cast<double>(done) * 1e3}, {"fraction", s / step}};
+  }
+  // The one product the backward runs that the limit leaves out: layer 1's dX (the
+  // gradient of the input), if ops::matmul's backward computes it.
+  DirectMatmul dx1({"dX1", batch, 256, 784, false, true});
+  dx1();
+  parts["of_which_unneeded_dX1_if_computed"] = {{"ms_per_step", time_calls(dx1, 20) * 1e3}};
+  bench::emit({{"bench", "mnist_mlp"}, {"case", "breakdown"}, {"batch", batch}, {"threads", threads},
+               {"steps", done}, {"step_ms", step / static_cast<double>(done) * 1e3}, {"parts", parts}});
+}
+
+// --- rss: peak RSS after a full epoch (for machines without /usr/bin/time) ---------------
+
+double vm_hwm_mb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;  // kB
+  }
+  return -1;
+}
+
+void bench_rss(const Args& args) {
+  examples::MnistDatasets data = examples::get_dataset(args.data_dir, 64);
+  auto model = examples::get_compiled_model();
+  model->fit(data.train, {.epochs = 1, .verbose = 0, .validation_data = data.val});
+  bench::emit({{"bench", "mnist_mlp"}, {"case", "peak_rss_in_bench"}, {"max_rss_mb", vm_hwm_mb()},
+               {"target_mb", 300}, {"note", "one full epoch with validation, inside the bench process"}});
+}
+
+}  // namespace
+}  // namespace chorus
+
+int main(int argc, char** argv) {
+  namespace ch = chorus;
+  try {
+    const ch::Args args = ch::parse_args(argc, argv);
+    if (args.rss) {
+      ch::bench_rss(args);
+      return 0;
+    }
+    const int default_threads = ch::backend::cpu::intra_op_threads();
+    const ch::data::Dataset train64 = ch::examples::get_dataset(args.data_dir, 64).train;
+    ch::bench_b64(args, train64);
+    const ch::data::Dataset train1024 = ch::examples::get_dataset(args.data_dir, 1024).train;
+    for (int threads : {default_threads, 1}) ch::bench_b1024(args, train1024, threads);
+    for (int threads : {default_threads, 1}) {
+      ch::bench_breakdown(train64, 64, 500, threads);
+      ch::bench_breakdown(train1024, 1024, 40, threads);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mnist_mlp_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,34 @@
+// Reading and writing tensors in the safetensors layout (8-byte little-endian header
+// length, a JSON header of {name: {dtype, shape, data_offsets}} plus "__metadata__",
+// then the raw little-endian data), readable by any safetensors reader. Files are
+// written atomically (write_file_atomically). Free functions; thread-safe.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "chorus/core/tensor.h"
+
+namespace chorus::io {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+struct SafetensorsContents {
+  NamedTensors tensors;                         // in file order (sorted by data offset)
+  std::map<std::string, std::string> metadata;  // the "__metadata__" entry
+};
+
+// Writes `tensors` (names unique; dtypes F32, BF16, I32, I64, BOOL) and `metadata`.
+// Throws ValueError on a duplicate name, IOError naming the file when it cannot be written.
+void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+// Reads a whole file. Never executes or trusts anything in it: a truncated file, a
+// header that is not JSON, offsets outside the data or overlapping, an unknown dtype or a
+// shape that does not match its byte count is an IOError naming the file and the tensor.
+SafetensorsContents load_safetensors(const std::filesystem::path& path);
+
+}  // namespace chorus::io

@@ -1,0 +1,30 @@
+#include "chorus/layers/activation.h"
+
+#include "chorus/layers/layer_util.h"
+
+namespace chorus::layers {
+
+Activation::Activation(activations::Activation activation, ActivationOptions options)
+    : Layer("Activation", std::move(options.name)), activation_(std::move(activation)) {}
+
+Tree Activation::call(const Tree& inputs, bool /*training*/) {
+  const Tensor& x = detail::single_input(inputs, name());
+  return activation_.is_linear() ? detail::identity(x) : activation_(x);
+}
+
+nlohmann::json Activation::get_config() const {
+  nlohmann::json config = Layer::get_config();
+  config["activation"] = activation_.get_config();
+  return config;
+}
+
+std::shared_ptr<Activation> Activation::from_config(const nlohmann::json& config) {
+  auto it = config.find("activation");
+  auto layer = std::make_shared<Activation>(
+      activations::Activation::from_config(it == config.end() ? nlohmann::json(nullptr) : *it),
+      ActivationOptions{.name = detail::config_name(config)});
+  detail::apply_base_config(*layer, config);
+  return layer;
+}
+
+}  // namespace chorus::layers

@@ -1,0 +1,108 @@
+#include "chorus/layers/batch_normalization.h"
+
+#include "chorus/autograd/tape.h"
+#include "chorus/layers/layer_util.h"
+#include "chorus/ops/ops.h"
+
+namespace chorus::layers {
+
+BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
+    : Layer("BatchNormalization", options.name), options_(std::move(options)) {
+  if (!(options_.epsilon >= 0)) {
+    throw_error<ValueError>("BatchNormalization: expected epsilon >= 0. Received: epsilon={}", options_.epsilon);
+  }
+  if (!(options_.momentum >= 0 && options_.momentum <= 1)) {
+    throw_error<ValueError>("BatchNormalization: expected momentum in [0, 1]. Received: momentum={}",
+                            options_.momentum);
+  }
+}
+
+void BatchNormalization::build(const Tree& inputs) {
+  const Tensor& x = detail::single_input(inputs, name());
+  if (options_.axis < -x.rank() || options_.axis >= x.rank()) {
+    throw_error<IndexError>("{}: axis {} is out of range for inputs of shape {}", name(), options_.axis,
+                            x.shape().to_string());
+  }
+  rank_ = x.rank();
+  axis_ = options_.axis < 0 ? options_.axis + rank_ : options_.axis;
+  const Shape shape{x.shape()[axis_]};
+  if (options_.scale) gamma_ = add_weight("gamma", shape, options_.gamma_initializer);
+  if (options_.center) beta_ = add_weight("beta", shape, options_.beta_initializer);
+  moving_mean_ = add_weight("moving_mean", shape, options_.moving_mean_initializer, /*trainable=*/false);
+  moving_variance_ = add_weight("moving_variance", shape, options_.moving_variance_initializer, /*trainable=*/false);
+}
+
+void BatchNormalization::update_moving_statistics(const Tensor& mean, const Tensor& variance) const {
+  autograd::NoGradGuard no_grad;  // the moving statistics are not part of the loss
+  const double m = options_.momentum;
+  const std::vector<int64_t> channels{moving_mean_.shape()[0]};
+  moving_mean_.assign(moving_mean_.value() * m + ops::reshape(mean, channels) * (1.0 - m));
+  moving_variance_.assign(moving_variance_.value() * m + ops::reshape(variance, channels) * (1.0 - m));
+}
+
+Tree BatchNormalization::call(const Tree& inputs, bool training) {
+  const Tensor& input = detail::single_input(inputs, name());
+  const int64_t channels = moving_mean_.shape()[0];
+  if (input.rank() != rank_ || input.shape()[axis_] != channels) {
+    throw_error<ShapeError>("{}: expected inputs of rank {} with {} channels on axis {}, got shape {}", name(), rank_,
+                            channels, options_.axis, input.shape().to_string());
+  }
+  const Tensor x = input.dtype() == kFloat32 ? input : ops::cast(input, kFloat32);
+  // Statistics shaped to broadcast: (1, ..., C, ..., 1).
+  std::vector<int64_t> stat_shape(static_cast<size_t>(rank_), 1);
+  stat_shape[axis_] = channels;
+  Tensor mean, variance;
+  if (training && trainable()) {
+    std::vector<int> reduce;
+    for (int a = 0; a < rank_; ++a) {
+      if (a != axis_) reduce.push_back(a);
+    }
+    mean = ops::mean(x, reduce, /*keepdims=*/true);
+    variance = ops::mean(ops::square(x - mean), reduce, /*keepdims=*/true);  // biased, as Keras
+    if (x.numel() > 0) update_moving_statistics(mean, variance);
+  } else {
+    mean = ops::reshape(moving_mean_.value(), stat_shape);
+    variance = ops::reshape(moving_variance_.value(), stat_shape);
+  }
+  Tensor y = (x - mean) * ops::rsqrt(variance + options_.epsilon);
+  if (gamma_.defined()) y = y * ops::reshape(gamma_.value(), stat_shape);
+  if (beta_.defined()) y = y + ops::reshape(beta_.value(), stat_shape);
+  return input.dtype() == kFloat32 ? y : ops::cast(y, input.dtype());
+}
+
+nlohmann::json BatchNormalization::get_config() const {
+  nlohmann::json config = Layer::get_config();
+  config["axis"] = options_.axis;
+  config["momentum"] = options_.momentum;
+  config["epsilon"] = options_.epsilon;
+  config["center"] = options_.center;
+  config["scale"] = options_.scale;
+  config["beta_initializer"] = options_.beta_initializer.get_config();
+  config["gamma_initializer"] = options_.gamma_initializer.get_config();
+  config["moving_mean_initializer"] = options_.moving_mean_initializer.get_config();
+  config["moving_variance_initializer"] = options_.moving_variance_initializer.get_config();
+  return config;
+}
+
+std::shared_ptr<BatchNormalization> BatchNormalization::from_config(const nlohmann::json& config) {
+  constexpr const char* kClass = "BatchNormalization";
+  BatchNormalizationOptions options;
+  options.axis = detail::config_value<int>(config, kClass, "axis", -1);
+  options.momentum = detail::config_value<double>(config, kClass, "momentum", 0.99);
+  options.epsilon = detail::config_value<double>(config, kClass, "epsilon", 1e-3);
+  options.center = detail::config_value<bool>(config, kClass, "center", true);
+  options.scale = detail::config_value<bool>(config, kClass, "scale", true);
+  auto initializer = [&config](const char* key, Initializer& out) {
+    if (auto it = config.find(key); it != config.end() && !it->is_null()) out = Initializer::from_config(*it);
+  };
+  initializer("beta_initializer", options.beta_initializer);
+  initializer("gamma_initializer", options.gamma_initializer);
+  initializer("moving_mean_initializer", options.moving_mean_initializer);
+  initializer("moving_variance_initializer", options.moving_variance_initializer);
+  options.name = detail::config_name(config);
+  auto layer = std::make_shared<BatchNormalization>(std::move(options));
+  detail::apply_base_config(*layer, config);
+  return layer;
+}
+
+}  // namespace chorus::layers

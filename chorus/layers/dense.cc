@@ -1,0 +1,69 @@
+#include "chorus/layers/dense.h"
+
+#include "chorus/layers/layer_util.h"
+#include "chorus/ops/ops.h"
+
+namespace chorus::layers {
+
+Dense::Dense(int64_t units, DenseOptions options)
+    : Layer("Dense", options.name), units_(units), options_(std::move(options)) {
+  if (units <= 0) throw_error<ValueError>("Dense: expected units > 0. Received: units={}", units);
+}
+
+void Dense::check_rank(const Tensor& x) const {
+  if (x.rank() < 2) {
+    throw_error<ShapeError>("{}: expected inputs of rank >= 2, got shape {}", name(), x.shape().to_string());
+  }
+}
+
+void Dense::build(const Tree& inputs) {
+  const Tensor& x = detail::single_input(inputs, name());
+  check_rank(x);
+  kernel_ = add_weight("kernel", Shape{x.dim(-1), units_}, options_.kernel_initializer);
+  if (options_.use_bias) bias_ = add_weight("bias", Shape{units_}, options_.bias_initializer);
+}
+
+Tree Dense::call(const Tree& inputs, bool /*training*/) {
+  const Tensor& x = detail::single_input(inputs, name());
+  check_rank(x);
+  const int64_t input_dim = kernel_.shape()[0];
+  if (x.dim(-1) != input_dim) {
+    throw_error<ShapeError>("{}: expected inputs with last dimension {}, got shape {}", name(), input_dim,
+                            x.shape().to_string());
+  }
+  // x: (B, ..., D) @ kernel: (D, U) -> (B, ..., U)
+  const Tensor input = x.dtype() == kernel_.dtype() ? x : ops::cast(x, kernel_.dtype());
+  Tensor y = ops::matmul(input, kernel_.value());
+  if (bias_.defined()) y = y + bias_.value();
+  if (!options_.activation.is_linear()) y = options_.activation(y);
+  return y;
+}
+
+nlohmann::json Dense::get_config() const {
+  nlohmann::json config = Layer::get_config();
+  config["units"] = units_;
+  config["activation"] = options_.activation.get_config();
+  config["use_bias"] = options_.use_bias;
+  config["kernel_initializer"] = options_.kernel_initializer.get_config();
+  config["bias_initializer"] = options_.bias_initializer.get_config();
+  return config;
+}
+
+std::shared_ptr<Dense> Dense::from_config(const nlohmann::json& config) {
+  if (!config.contains("units")) throw_error<ValueError>("Dense.from_config: missing 'units' in {}", config.dump());
+  DenseOptions options;
+  if (config.contains("activation")) options.activation = activations::Activation::from_config(config["activation"]);
+  options.use_bias = detail::config_value<bool>(config, "Dense", "use_bias", true);
+  if (config.contains("kernel_initializer")) {
+    options.kernel_initializer = Initializer::from_config(config["kernel_initializer"]);
+  }
+  if (config.contains("bias_initializer")) {
+    options.bias_initializer = Initializer::from_config(config["bias_initializer"]);
+  }
+  options.name = detail::config_name(config);
+  auto layer = std::make_shared<Dense>(detail::config_value<int64_t>(config, "Dense", "units", 0), std::move(options));
+  detail::apply_base_config(*layer, config);
+  return layer;
+}
+
+}  // namespace chorus::layers

@@ -1,0 +1,122 @@
+#include "chorus/layers/dropout.h"
+
+#include "chorus/backend/cpu/parallel.h"
+#include "chorus/core/creation.h"
+#include "chorus/layers/layer_util.h"
+#include "chorus/ops/ops.h"
+
+namespace chorus::layers {
+namespace {
+
+std::string dims_string(const std::vector<int64_t>& dims) {
+  std::string out = "(";
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
+  return out + (dims.size() == 1 ? ",)" : ")");
+}
+
+// A mask of `shape` in `dtype`: 0 with probability `rate`, else 1 / (1 - rate). Element
+// i is decided by word i % 4 of Philox block i / 4 under `key`, so the mask does not
+// depend on the thread count.
+template <class T>
+void fill_mask(T* out, int64_t n, uint64_t key, double rate) {
+  const float keep_scale = static_cast<float>(1.0 / (1.0 - rate));
+  // u = bits / 2^24 < rate  <=>  bits < rate * 2^24.
+  const double threshold = rate * 16777216.0;
+  backend::cpu::parallel_for((n + 3) / 4, 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t block = begin; block < end; ++block) {
+      const auto words = philox4x32(key, static_cast<uint64_t>(block));
+      for (int64_t w = 0; w < 4 && block * 4 + w < n; ++w) {
+        const bool drop = static_cast<double>(words[w] >> 8) < threshold;
+        out[block * 4 + w] = static_cast<T>(drop ? 0.0f : keep_scale);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+Dropout::Dropout(double rate, DropoutOptions options)
+    : Layer("Dropout", options.name),
+      rate_(rate),
+      options_(std::move(options)),
+      generator_(options_.seed ? Generator(*options_.seed) : next_generator()) {
+  if (!(rate >= 0 && rate <= 1)) {
+    throw_error<ValueError>("Dropout: expected rate in [0, 1]. Received: rate={}", rate);
+  }
+  for (int64_t d : options_.noise_shape) {
+    if (d <= 0 && d != -1) {
+      throw_error<ValueError>("Dropout: expected noise_shape entries > 0 or -1 (None). Received: noise_shape={}",
+                              dims_string(options_.noise_shape));
+    }
+  }
+}
+
+Dropout::Dropout(Dropout&& other) noexcept
+    : Layer(std::move(other)),
+      rate_(other.rate_),
+      options_(std::move(other.options_)),
+      generator_(other.generator_),
+      calls_(other.calls_.load()) {}
+
+Shape Dropout::mask_shape(const Shape& input) const {
+  const auto& noise = options_.noise_shape;
+  if (noise.empty()) return input;
+  bool ok = static_cast<int>(noise.size()) == input.rank();
+  Shape shape = input;
+  for (int i = 0; ok && i < input.rank(); ++i) {
+    if (noise[i] == -1) continue;
+    ok = noise[i] == 1 || noise[i] == input[i];
+    shape[i] = noise[i];
+  }
+  if (!ok) {
+    throw_error<ShapeError>("{}: noise_shape {} does not broadcast to inputs of shape {}", name(), dims_string(noise),
+                            input.to_string());
+  }
+  return shape;
+}
+
+Tree Dropout::call(const Tree& inputs, bool training) {
+  const Tensor& x = detail::single_input(inputs, name());
+  const Shape shape = mask_shape(x.shape());
+  if (!training || rate_ == 0) return detail::identity(x);
+  if (!is_floating(x.dtype())) {
+    throw_error<DTypeError>("{}: expected floating inputs, got {}", name(), dtype_name(x.dtype()));
+  }
+  const uint64_t key = generator_.fork(calls_.fetch_add(1)).key();
+  Tensor mask = Tensor::empty(shape, x.dtype());
+  if (x.dtype() == kFloat32) {
+    fill_mask(mask.data<float>(), mask.numel(), key, rate_);
+  } else {
+    fill_mask(mask.data<bfloat16>(), mask.numel(), key, rate_);
+  }
+  return x * mask;
+}
+
+nlohmann::json Dropout::get_config() const {
+  nlohmann::json config = Layer::get_config();
+  config["rate"] = rate_;
+  config["seed"] = options_.seed ? nlohmann::json(*options_.seed) : nlohmann::json(nullptr);
+  if (options_.noise_shape.empty()) {
+    config["noise_shape"] = nullptr;
+  } else {
+    nlohmann::json noise = nlohmann::json::array();
+    for (int64_t d : options_.noise_shape) noise.push_back(d == -1 ? nlohmann::json(nullptr) : nlohmann::json(d));
+    config["noise_shape"] = noise;
+  }
+  return config;
+}
+
+std::shared_ptr<Dropout> Dropout::from_config(const nlohmann::json& config) {
+  DropoutOptions options;
+  if (auto it = config.find("noise_shape"); it != config.end() && it->is_array()) {
+    for (const auto& d : *it) options.noise_shape.push_back(d.is_null() ? -1 : d.get<int64_t>());
+  }
+  if (auto it = config.find("seed"); it != config.end() && !it->is_null()) options.seed = it->get<uint64_t>();
+  options.name = detail::config_name(config);
+  auto layer =
+      std::make_shared<Dropout>(detail::config_value<double>(config, "Dropout", "rate", 0.0), std::move(options));
+  detail::apply_base_config(*layer, config);
+  return layer;
+}
+
+}  // namespace chorus::layers

@@ -1,0 +1,69 @@
+#include "chorus/layers/embedding.h"
+
+#include "chorus/layers/layer_util.h"
+#include "chorus/ops/ops.h"
+
+namespace chorus::layers {
+namespace {
+
+// Throws IndexError for the first index outside [0, input_dim), with its batch element.
+template <class T>
+void check_indices(const Tensor& indices, int64_t input_dim, const std::string& layer) {
+  const T* data = indices.data<T>();
+  const int64_t n = indices.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    if (data[i] >= 0 && data[i] < input_dim) continue;
+    const int64_t per_element = indices.rank() == 0 || indices.dim(0) == 0 ? 1 : n / indices.dim(0);
+    throw_error<IndexError>("{}: index {} out of range [0, {}) in batch element {}", layer,
+                            static_cast<int64_t>(data[i]), input_dim, i / per_element);
+  }
+}
+
+}  // namespace
+
+Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
+    : Layer("Embedding", options.name), input_dim_(input_dim), output_dim_(output_dim), options_(std::move(options)) {
+  if (input_dim <= 0) throw_error<ValueError>("Embedding: expected input_dim > 0. Received: input_dim={}", input_dim);
+  if (output_dim <= 0) {
+    throw_error<ValueError>("Embedding: expected output_dim > 0. Received: output_dim={}", output_dim);
+  }
+}
+
+void Embedding::build(const Tree& /*inputs*/) {
+  embeddings_ = add_weight("embeddings", Shape{input_dim_, output_dim_}, options_.embeddings_initializer);
+}
+
+Tree Embedding::call(const Tree& inputs, bool /*training*/) {
+  Tensor indices = detail::single_input(inputs, name());
+  if (!is_integer(indices.dtype())) indices = ops::cast(indices, kInt32);
+  if (indices.dtype() == kInt32) {
+    check_indices<int32_t>(indices, input_dim_, name());
+  } else {
+    check_indices<int64_t>(indices, input_dim_, name());
+  }
+  // indices: S -> (S..., output_dim)
+  return ops::take(embeddings_.value(), indices, 0);
+}
+
+nlohmann::json Embedding::get_config() const {
+  nlohmann::json config = Layer::get_config();
+  config["input_dim"] = input_dim_;
+  config["output_dim"] = output_dim_;
+  config["embeddings_initializer"] = options_.embeddings_initializer.get_config();
+  return config;
+}
+
+std::shared_ptr<Embedding> Embedding::from_config(const nlohmann::json& config) {
+  EmbeddingOptions options;
+  if (config.contains("embeddings_initializer")) {
+    options.embeddings_initializer = Initializer::from_config(config["embeddings_initializer"]);
+  }
+  options.name = detail::config_name(config);
+  auto layer = std::make_shared<Embedding>(detail::config_value<int64_t>(config, "Embedding", "input_dim", 0),
+                                           detail::config_value<int64_t>(config, "Embedding", "output_dim", 0),
+                                           std::move(options));
+  detail::apply_base_config(*layer, config);
+  return layer;
+}
+
+}  // namespace chorus::layers

@@ -1,0 +1,37 @@
+#include "chorus/layers/flatten.h"
+
+#include "chorus/layers/layer_util.h"
+#include "chorus/ops/shape_ops.h"
+
+namespace chorus::layers {
+
+Flatten::Flatten(FlattenOptions options) : Layer("Flatten", std::move(options.name)) {}
+
+Tree Flatten::call(const Tree& inputs, bool /*training*/) {
+  const Tensor& x = detail::single_input(inputs, name());
+  if (x.rank() < 1) {
+    throw_error<ShapeError>("{}: expected inputs of rank >= 1, got shape {}", name(), x.shape().to_string());
+  }
+  // The flattened size is computed, not inferred with -1, so a 0-row batch works.
+  int64_t features = 1;
+  for (int i = 1; i < x.rank(); ++i) features *= x.shape()[i];
+  return ops::reshape(x, {x.dim(0), features});
+}
+
+nlohmann::json Flatten::get_config() const {
+  nlohmann::json config = Layer::get_config();
+  config["data_format"] = "channels_last";
+  return config;
+}
+
+std::shared_ptr<Flatten> Flatten::from_config(const nlohmann::json& config) {
+  const std::string format = detail::config_value<std::string>(config, "Flatten", "data_format", "channels_last");
+  if (format != "channels_last") {
+    throw_error<ValueError>("Flatten: only data_format='channels_last' is supported. Received: data_format={}", format);
+  }
+  auto layer = std::make_shared<Flatten>(FlattenOptions{.name = detail::config_name(config)});
+  detail::apply_base_config(*layer, config);
+  return layer;
+}
+
+}  // namespace chorus::layers

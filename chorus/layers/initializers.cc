@@ -1,0 +1,286 @@
+// Keras 3's initializers (keras/src/initializers/): the same formulas, names and
+// serialised configs. Random draws come from core/random.h's Philox generators: a
+// seeded initializer restarts Generator(seed) on every call (so it returns the same
+// values every time, as in Keras 3); an unseeded one forks a generator from the
+// process-wide stream below.
+//
+// The process-wide stream is (seed, count): next_generator() returns
+// Generator(seed).fork(count++). The default seed is kDefaultSeed, so a program that
+// never calls set_random_seed() still builds the same weights on every run.
+#include "chorus/layers/initializers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "chorus/core/creation.h"
+
+namespace chorus::layers {
+namespace {
+
+constexpr uint64_t kDefaultSeed = 1337;
+
+struct SeedStream {
+  std::mutex mutex;
+  uint64_t seed = kDefaultSeed;
+  uint64_t count = 0;
+};
+
+SeedStream& seed_stream() {
+  static SeedStream stream;
+  return stream;
+}
+
+nlohmann::json seed_json(std::optional<uint64_t> seed) {
+  return seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);
+}
+
+// Keras's compute_fans: the last two dims of a kernel, times the receptive field (the
+// product of the leading dims) for higher ranks; a vector is its own fan in and out.
+std::pair<double, double> compute_fans(const Shape& shape) {
+  const int r = shape.rank();
+  if (r == 0) return {1.0, 1.0};
+  if (r == 1) return {static_cast<double>(shape[0]), static_cast<double>(shape[0])};
+  double receptive_field = 1;
+  for (int i = 0; i < r - 2; ++i) receptive_field *= static_cast<double>(shape[i]);
+  return {static_cast<double>(shape[r - 2]) * receptive_field, static_cast<double>(shape[r - 1]) * receptive_field};
+}
+
+// Keras's VarianceScaling. `class_name` is the subclass name it is serialised under
+// (GlorotUniform, HeNormal, ...); the subclasses serialise only their seed.
+Initializer variance_scaling(std::string class_name, double scale, std::string mode, std::string distribution,
+                             std::optional<uint64_t> seed) {
+  if (!(scale > 0)) {
+    throw_error<ValueError>("VarianceScaling: expected scale > 0. Received: scale={}", scale);
+  }
+  if (mode != "fan_in" && mode != "fan_out" && mode != "fan_avg") {
+    throw_error<ValueError>("VarianceScaling: expected mode to be one of fan_in, fan_out, fan_avg. Received: mode={}",
+                            mode);
+  }
+  if (distribution == "normal") distribution = "truncated_normal";
+  if (distribution != "uniform" && distribution != "truncated_normal" && distribution != "untruncated_normal") {
+    throw_error<ValueError>(
+        "VarianceScaling: expected distribution to be one of uniform, truncated_normal, untruncated_normal. "
+        "Received: distribution={}",
+        distribution);
+  }
+  nlohmann::json config = {{"seed", seed_json(seed)}};
+  if (class_name == "VarianceScaling") {
+    config["scale"] = scale;
+    config["mode"] = mode;
+    config["distribution"] = distribution;
+  }
+  auto fill = [scale, mode, distribution](const Shape& shape, DType dtype, Generator& gen) {
+    const auto [fan_in, fan_out] = compute_fans(shape);
+    const double n = mode == "fan_in" ? fan_in : mode == "fan_out" ? fan_out : (fan_in + fan_out) / 2.0;
+    const double s = scale / std::max(1.0, n);
+    if (distribution == "truncated_normal") {
+      // The stddev of a unit normal truncated to [-2, 2], so the result has variance s.
+      return truncated_normal(shape, gen, 0.0, std::sqrt(s) / 0.87962566103423978, dtype);
+    }
+    if (distribution == "untruncated_normal") return normal(shape, gen, 0.0, std::sqrt(s), dtype);
+    const double limit = std::sqrt(3.0 * s);
+    return uniform(shape, gen, -limit, limit, dtype);
+  };
+  return Initializer(std::move(class_name), std::move(config), fill, seed);
+}
+
+std::optional<uint64_t> seed_from(const nlohmann::json& config) {
+  auto it = config.find("seed");
+  if (it == config.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer()) {
+    throw_error<ValueError>("Initializer: expected an integer seed or null. Received: seed={}", it->dump());
+  }
+  return it->get<uint64_t>();
+}
+
+double number_from(const nlohmann::json& config, const char* key, double fallback) {
+  auto it = config.find(key);
+  return it == config.end() || it->is_null() ? fallback : it->get<double>();
+}
+
+using Factory = Initializer (*)(const nlohmann::json& config);
+
+// Keras class names -> a constructor from their config.
+const std::map<std::string, Factory, std::less<>>& class_table() {
+  static const std::map<std::string, Factory, std::less<>> table = {
+      {"Zeros", [](const nlohmann::json&) { return initializers::zeros(); }},
+      {"Ones", [](const nlohmann::json&) { return initializers::ones(); }},
+      {"Constant", [](const nlohmann::json& c) { return initializers::constant(number_from(c, "value", 0.0)); }},
+      {"RandomUniform",
+       [](const nlohmann::json& c) {
+         return initializers::random_uniform(number_from(c, "minval", -0.05), number_from(c, "maxval", 0.05),
+                                             seed_from(c));
+       }},
+      {"RandomNormal",
+       [](const nlohmann::json& c) {
+         return initializers::random_normal(number_from(c, "mean", 0.0), number_from(c, "stddev", 0.05), seed_from(c));
+       }},
+      {"TruncatedNormal",
+       [](const nlohmann::json& c) {
+         return initializers::truncated_normal(number_from(c, "mean", 0.0), number_from(c, "stddev", 0.05),
+                                               seed_from(c));
+       }},
+      {"GlorotUniform", [](const nlohmann::json& c) { return initializers::glorot_uniform(seed_from(c)); }},
+      {"GlorotNormal", [](const nlohmann::json& c) { return initializers::glorot_normal(seed_from(c)); }},
+      {"HeUniform", [](const nlohmann::json& c) { return initializers::he_uniform(seed_from(c)); }},
+      {"HeNormal", [](const nlohmann::json& c) { return initializers::he_normal(seed_from(c)); }},
+      {"LecunUniform", [](const nlohmann::json& c) { return initializers::lecun_uniform(seed_from(c)); }},
+      {"LecunNormal", [](const nlohmann::json& c) { return initializers::lecun_normal(seed_from(c)); }},
+      {"VarianceScaling",
+       [](const nlohmann::json& c) {
+         return variance_scaling("VarianceScaling", number_from(c, "scale", 1.0), c.value("mode", "fan_in"),
+                                 c.value("distribution", "truncated_normal"), seed_from(c));
+       }},
+  };
+  return table;
+}
+
+// Keras's string names (and its aliases "uniform", "normal", "zero", "one").
+const std::map<std::string, Initializer (*)(), std::less<>>& name_table() {
+  static const std::map<std::string, Initializer (*)(), std::less<>> table = {
+      {"zeros", [] { return initializers::zeros(); }},
+      {"ones", [] { return initializers::ones(); }},
+      {"glorot_uniform", [] { return initializers::glorot_uniform(); }},
+      {"glorot_normal", [] { return initializers::glorot_normal(); }},
+      {"he_uniform", [] { return initializers::he_uniform(); }},
+      {"he_normal", [] { return initializers::he_normal(); }},
+      {"lecun_uniform", [] { return initializers::lecun_uniform(); }},
+      {"lecun_normal", [] { return initializers::lecun_normal(); }},
+      {"random_uniform", [] { return initializers::random_uniform(); }},
+      {"random_normal", [] { return initializers::random_normal(); }},
+      {"truncated_normal", [] { return initializers::truncated_normal(); }},
+  };
+  return table;
+}
+
+std::string known_names() {
+  std::string names;
+  for (const auto& [name, make] : name_table()) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+}  // namespace
+
+Initializer::Initializer(std::string class_name, nlohmann::json config, Fill fill, std::optional<uint64_t> seed)
+    : class_name_(std::move(class_name)), config_(std::move(config)), fill_(std::move(fill)), seed_(seed) {}
+
+Initializer::Initializer(std::string_view name) {
+  static const std::map<std::string_view, std::string_view> aliases = {
+      {"uniform", "random_uniform"}, {"normal", "random_normal"}, {"zero", "zeros"}, {"one", "ones"}};
+  if (auto alias = aliases.find(name); alias != aliases.end()) name = alias->second;
+  if (auto it = name_table().find(name); it != name_table().end()) {
+    *this = it->second();
+    return;
+  }
+  if (auto it = class_table().find(name); it != class_table().end()) {  // "GlorotUniform" works too
+    *this = it->second(nlohmann::json::object());
+    return;
+  }
+  throw_error<ValueError>("Unknown initializer '{}'. Expected one of: {}", name, known_names());
+}
+
+Tensor Initializer::operator()(const Shape& shape, DType dtype) const {
+  Generator generator = seed_ ? Generator(*seed_) : next_generator();
+  return fill_(shape, dtype, generator);
+}
+
+nlohmann::json Initializer::get_config() const { return {{"class_name", class_name_}, {"config", config_}}; }
+
+Initializer Initializer::from_config(const nlohmann::json& config) {
+  if (config.is_string()) return Initializer(config.get<std::string>());
+  if (!config.is_object() || !config.contains("class_name") || !config["class_name"].is_string()) {
+    throw_error<ValueError>(
+        "Initializer: expected a name or {{\"class_name\": ..., \"config\": {{...}}}}. Received: {}", config.dump());
+  }
+  const std::string class_name = config["class_name"].get<std::string>();
+  auto it = class_table().find(class_name);
+  if (it == class_table().end()) {
+    std::string names;
+    for (const auto& [name, make] : class_table()) names += (names.empty() ? "" : ", ") + name;
+    throw_error<ValueError>("Unknown initializer class '{}'. Expected one of: {}", class_name, names);
+  }
+  return it->second(config.value("config", nlohmann::json::object()));
+}
+
+void set_random_seed(uint64_t seed) {
+  SeedStream& stream = seed_stream();
+  std::lock_guard lock(stream.mutex);
+  stream.seed = seed;
+  stream.count = 0;
+}
+
+Generator next_generator() {
+  SeedStream& stream = seed_stream();
+  std::lock_guard lock(stream.mutex);
+  return Generator(stream.seed).fork(stream.count++);
+}
+
+namespace initializers {
+
+Initializer zeros() {
+  return Initializer("Zeros", nlohmann::json::object(),
+                     [](const Shape& shape, DType dtype, Generator&) { return chorus::zeros(shape, dtype); });
+}
+
+Initializer ones() {
+  return Initializer("Ones", nlohmann::json::object(),
+                     [](const Shape& shape, DType dtype, Generator&) { return chorus::ones(shape, dtype); });
+}
+
+Initializer constant(double value) {
+  return Initializer("Constant", {{"value", value}},
+                     [value](const Shape& shape, DType dtype, Generator&) { return full(shape, value, dtype); });
+}
+
+Initializer random_uniform(double minval, double maxval, std::optional<uint64_t> seed) {
+  if (!(minval < maxval)) {
+    throw_error<ValueError>("RandomUniform: expected minval < maxval. Received: minval={}, maxval={}", minval, maxval);
+  }
+  return Initializer(
+      "RandomUniform", {{"seed", seed_json(seed)}, {"minval", minval}, {"maxval", maxval}},
+      [=](const Shape& shape, DType dtype, Generator& gen) { return uniform(shape, gen, minval, maxval, dtype); },
+      seed);
+}
+
+Initializer random_normal(double mean, double stddev, std::optional<uint64_t> seed) {
+  if (!(stddev >= 0)) throw_error<ValueError>("RandomNormal: expected stddev >= 0. Received: stddev={}", stddev);
+  return Initializer(
+      "RandomNormal", {{"seed", seed_json(seed)}, {"mean", mean}, {"stddev", stddev}},
+      [=](const Shape& shape, DType dtype, Generator& gen) { return normal(shape, gen, mean, stddev, dtype); }, seed);
+}
+
+Initializer truncated_normal(double mean, double stddev, std::optional<uint64_t> seed) {
+  if (!(stddev >= 0)) throw_error<ValueError>("TruncatedNormal: expected stddev >= 0. Received: stddev={}", stddev);
+  return Initializer(
+      "TruncatedNormal", {{"seed", seed_json(seed)}, {"mean", mean}, {"stddev", stddev}},
+      [=](const Shape& shape, DType dtype, Generator& gen) {
+        return chorus::truncated_normal(shape, gen, mean, stddev, dtype);
+      },
+      seed);
+}
+
+Initializer glorot_uniform(std::optional<uint64_t> seed) {
+  return variance_scaling("GlorotUniform", 1.0, "fan_avg", "uniform", seed);
+}
+Initializer glorot_normal(std::optional<uint64_t> seed) {
+  return variance_scaling("GlorotNormal", 1.0, "fan_avg", "truncated_normal", seed);
+}
+Initializer he_uniform(std::optional<uint64_t> seed) {
+  return variance_scaling("HeUniform", 2.0, "fan_in", "uniform", seed);
+}
+Initializer he_normal(std::optional<uint64_t> seed) {
+  return variance_scaling("HeNormal", 2.0, "fan_in", "truncated_normal", seed);
+}
+Initializer lecun_uniform(std::optional<uint64_t> seed) {
+  return variance_scaling("LecunUniform", 1.0, "fan_in", "uniform", seed);
+}
+Initializer lecun_normal(std::optional<uint64_t> seed) {
+  return variance_scaling("LecunNormal", 1.0, "fan_in", "truncated_normal", seed);
+}
+
+}  // namespace initializers
+
+}  // namespace chorus::layers

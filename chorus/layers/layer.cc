@@ -1,0 +1,200 @@
+#include "chorus/layers/layer.h"
+
+#include <cctype>
+#include <map>
+#include <mutex>
+#include <unordered_set>
+
+#include "chorus/autograd/tape.h"
+#include "chorus/core/error.h"
+#include "chorus/layers/node.h"
+
+namespace chorus::layers {
+namespace {
+
+// "BatchNormalization" -> "batch_normalization", as Keras's to_snake_case.
+std::string to_snake_case(const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (std::isupper(static_cast<unsigned char>(c))) {
+      if (i > 0) out += '_';
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::mutex names_mutex;
+std::map<std::string, int>& name_counts() {
+  static std::map<std::string, int> counts;
+  return counts;
+}
+
+std::string unique_name(const std::string& class_name) {
+  std::string base = to_snake_case(class_name);
+  std::lock_guard lock(names_mutex);
+  int n = name_counts()[base]++;
+  return n == 0 ? base : base + "_" + std::to_string(n);
+}
+
+std::vector<Shape> unbatched_shapes(const Tree& outputs) {
+  std::vector<Shape> shapes;
+  for (const Tensor& t : outputs.flatten()) {
+    Shape s = t.shape();
+    if (s.rank() > 0) s[0] = -1;
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+}  // namespace
+
+Layer::Layer(std::string class_name, std::string name)
+    : class_name_(std::move(class_name)), name_(name.empty() ? unique_name(class_name_) : std::move(name)) {}
+
+Layer::~Layer() = default;
+Layer::Layer(Layer&&) noexcept = default;
+
+void Layer::reset_names() {
+  std::lock_guard lock(names_mutex);
+  name_counts().clear();
+}
+
+void Layer::build(const Tree& /*inputs*/) {}
+
+void Layer::maybe_build(const Tree& inputs) {
+  if (built_) return;
+  autograd::NoGradGuard no_grad;
+  build(inputs);
+  built_ = true;
+}
+
+void Layer::build_from(const Tree& inputs) { maybe_build(inputs); }
+
+Tree Layer::operator()(const Tree& inputs, bool training) & {
+  if (is_symbolic(inputs)) return call_symbolic(inputs, nullptr);
+  maybe_build(inputs);
+  Tree outputs = call(inputs, training);
+  if (output_shapes_.empty()) output_shapes_ = unbatched_shapes(outputs);
+  return outputs;
+}
+
+Tensor Layer::operator()(const Tensor& inputs, bool training) & {
+  return (*this)(Tree(inputs), training).tensor();
+}
+
+Tree Layer::operator()(const Tree& inputs, bool training) && {
+  if (is_symbolic(inputs)) return call_symbolic(inputs, std::move(*this).move_to_heap());
+  return (*this)(inputs, training);
+}
+
+Tensor Layer::operator()(const Tensor& inputs, bool training) && {
+  return std::move(*this)(Tree(inputs), training).tensor();
+}
+
+Tree Layer::call_symbolic(const Tree& inputs, std::shared_ptr<Layer> owner) {
+  Layer* layer = owner ? owner.get() : this;
+  layer->maybe_build(inputs);
+  Tree outputs;
+  {
+    autograd::NoGradGuard no_grad;
+    outputs = layer->call(inputs, /*training=*/false);
+  }
+  if (layer->output_shapes_.empty()) layer->output_shapes_ = unbatched_shapes(outputs);
+  // Each output leaf gets a fresh handle: a layer may return its input (identity), and
+  // that tensor's origin must stay where it was.
+  std::vector<Tensor> leaves = outputs.flatten();
+  for (Tensor& leaf : leaves) leaf = leaf.view(leaf.shape());
+  auto node = std::make_shared<Node>();
+  node->layer = layer;
+  node->owner = std::move(owner);
+  node->inputs = inputs;
+  node->output_structure = outputs.map([](const Tensor& t) { return Tensor::empty(t.shape(), t.dtype()); });
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    leaves[i].impl()->keras_history = std::make_shared<SymbolicOrigin>(SymbolicOrigin{node, i});
+  }
+  return outputs.unflatten(leaves);
+}
+
+Tree call_shared(const std::shared_ptr<Layer>& layer, const Tree& inputs, bool training) {
+  if (is_symbolic(inputs)) return layer->call_symbolic(inputs, layer);
+  return (*layer)(inputs, training);
+}
+
+std::shared_ptr<Layer> Layer::move_to_heap() && {
+  throw_error<ValueError>(
+      "{}: a temporary {} cannot join a functional model; keep the layer in a variable that outlives "
+      "the model, or override move_to_heap()",
+      name_, class_name_);
+}
+
+Variable Layer::add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
+                           bool trainable, DType dtype) {
+  Variable variable(name_ + "/" + name, initializer(shape, dtype), trainable);
+  own_weights_.push_back(variable);
+  return variable;
+}
+
+void Layer::track(std::shared_ptr<Layer> sublayer) {
+  sublayers_.push_back(sublayer.get());
+  owned_sublayers_.push_back(std::move(sublayer));
+}
+
+std::vector<std::pair<Variable, bool>> Layer::weights_with_trainability() const {
+  std::vector<std::pair<Variable, bool>> out;
+  std::unordered_set<const TensorImpl*> seen;
+  auto visit = [&](const Layer& layer, bool parent_trainable, auto&& self) -> void {
+    bool trainable = parent_trainable && layer.trainable_;
+    for (const Variable& v : layer.own_weights_) {
+      if (seen.insert(v.value().impl()).second) out.emplace_back(v, trainable && v.trainable());
+    }
+    for (const Layer* sub : layer.sublayers_) self(*sub, trainable, self);
+  };
+  visit(*this, true, visit);
+  return out;
+}
+
+std::vector<Variable> Layer::weights() const {
+  std::vector<Variable> out;
+  for (auto& [v, trainable] : weights_with_trainability()) out.push_back(v);
+  return out;
+}
+
+std::vector<Variable> Layer::trainable_weights() const {
+  std::vector<Variable> out;
+  for (auto& [v, trainable] : weights_with_trainability()) {
+    if (trainable) out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<Variable> Layer::non_trainable_weights() const {
+  std::vector<Variable> out;
+  for (auto& [v, trainable] : weights_with_trainability()) {
+    if (!trainable) out.push_back(v);
+  }
+  return out;
+}
+
+int64_t Layer::count_params() const {
+  int64_t total = 0;
+  for (const Variable& v : weights()) total += v.shape().numel();
+  return total;
+}
+
+nlohmann::json Layer::get_config() const { return {{"name", name_}, {"trainable", trainable_}}; }
+
+bool is_symbolic(const Tensor& tensor) { return tensor.defined() && tensor.impl()->keras_history != nullptr; }
+
+bool is_symbolic(const Tree& tree) {
+  if (tree.empty()) return false;
+  for (const Tensor& t : tree.flatten()) {
+    if (is_symbolic(t)) return true;
+  }
+  return false;
+}
+
+}  // namespace chorus::layers

@@ -1,0 +1,127 @@
+// Layer: the base of every layer and model (Keras's Layer). The constructor stores the
+// configuration, build() creates the weights from the first inputs, call() computes.
+// A layer owns its sublayers (add<L>()); its weights are Variables, so copies of a
+// built layer would share them — layers are moved, never copied. One thread may call a
+// layer at a time, except that replicas may call a built layer concurrently (call()
+// must not mutate the layer; weights change only through Variable::assign).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "chorus/autograd/variable.h"
+#include "chorus/core/shared.h"
+#include "chorus/core/tree.h"
+#include "chorus/layers/initializers.h"
+
+namespace chorus::layers {
+
+using autograd::Variable;
+
+class Layer {
+ public:
+  // `class_name` is Keras's ("Dense"); an empty `name` becomes a unique snake_case one
+  // ("dense", "dense_1", …) from a process-wide counter (reset_names() restarts it).
+  Layer(std::string class_name, std::string name);
+  virtual ~Layer();
+  Layer(Layer&&) noexcept;
+  Layer& operator=(Layer&&) = delete;
+  Layer(const Layer&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::string& class_name() const { return class_name_; }
+  bool built() const { return built_; }
+  // Non-trainable layers contribute no trainable weights (fine-tuning).
+  bool trainable() const { return trainable_; }
+  void set_trainable(bool trainable) { trainable_ = trainable; }
+
+  // Keras's __call__: builds the layer from the first inputs, checks them, then call().
+  // On symbolic inputs (functional API) it records a node instead and returns symbolic
+  // outputs; the graph then borrows this layer, which must outlive the model. Calling a
+  // temporary (`Dense(10)(x)`) moves it into the graph, which then owns it.
+  Tree operator()(const Tree& inputs, bool training = false) &;
+  Tensor operator()(const Tensor& inputs, bool training = false) &;
+  Tree operator()(const Tree& inputs, bool training = false) &&;
+  Tensor operator()(const Tensor& inputs, bool training = false) &&;
+
+  // Weights in creation order, this layer's first, then each sublayer's. A weight shared
+  // by two sublayers appears once.
+  std::vector<Variable> weights() const;
+  std::vector<Variable> trainable_weights() const;
+  std::vector<Variable> non_trainable_weights() const;
+  int64_t count_params() const;
+
+  // Direct sublayers in the order they were added.
+  const std::vector<Layer*>& layers() const { return sublayers_; }
+
+  // The constructor arguments as Keras serialises them, plus "name" and "trainable".
+  virtual nlohmann::json get_config() const;
+
+  // The output shapes of the first call with the batch axis as -1 ("None"), one per
+  // output leaf; empty before the first call. summary() prints them.
+  const std::vector<Shape>& output_shapes() const { return output_shapes_; }
+
+  // Builds explicitly from example inputs (shapes and dtypes are what matter).
+  void build_from(const Tree& inputs);
+
+  // Moves this layer to the heap: what a temporary does when it joins a functional
+  // graph. Concrete layers override it with one line; the default throws ValueError
+  // asking the caller to keep the layer in a variable.
+  virtual std::shared_ptr<Layer> move_to_heap() &&;
+
+  // Keras's clear_session() for names: the next Dense is "dense" again.
+  static void reset_names();
+
+  // Calls `layer` as operator() does; on symbolic inputs the new node shares ownership
+  // of `layer` (how models rebuilt from a config keep their layers alive).
+  friend Tree call_shared(const std::shared_ptr<Layer>& layer, const Tree& inputs, bool training);
+
+ protected:
+  // Creates the weights. `inputs` are the first call's inputs, possibly symbolic (a
+  // batch of 0 rows): read shapes and dtypes only. The default creates none.
+  virtual void build(const Tree& inputs);
+  // The forward computation. Must be safe to run on several threads at once once built.
+  virtual Tree call(const Tree& inputs, bool training) = 0;
+
+  // A weight named `<layer name>/<name>`. Call from build() or the constructor.
+  Variable add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
+                      bool trainable = true, DType dtype = kFloat32);
+  // Creates a sublayer this layer owns and whose weights it reports.
+  template <class L, class... Args>
+  L* add(Args&&... args) {
+    auto layer = std::make_shared<L>(std::forward<Args>(args)...);
+    L* raw = layer.get();
+    track(std::move(layer));
+    return raw;
+  }
+  void track(std::shared_ptr<Layer> sublayer);
+  // Records a borrowed sublayer (a functional graph's layers live in its nodes).
+  void track_borrowed(Layer* sublayer) { sublayers_.push_back(sublayer); }
+
+ private:
+  std::vector<std::pair<Variable, bool>> weights_with_trainability() const;
+  Tree call_symbolic(const Tree& inputs, std::shared_ptr<Layer> owner);
+  void maybe_build(const Tree& inputs);
+
+  std::string class_name_;
+  std::string name_;
+  bool trainable_ = true;
+  bool built_ = false;
+  std::vector<Variable> own_weights_;
+  std::vector<std::shared_ptr<Layer>> owned_sublayers_;
+  std::vector<Layer*> sublayers_;
+  std::vector<Shape> output_shapes_;
+};
+
+Tree call_shared(const std::shared_ptr<Layer>& layer, const Tree& inputs, bool training = false);
+
+// True if `tensor` is a placeholder of a functional model under construction.
+bool is_symbolic(const Tensor& tensor);
+bool is_symbolic(const Tree& tree);
+
+}  // namespace chorus::layers

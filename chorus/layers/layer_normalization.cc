@@ -1,0 +1,104 @@
+#include "chorus/layers/layer_normalization.h"
+
+#include <algorithm>
+
+#include "chorus/layers/layer_util.h"
+#include "chorus/ops/ops.h"
+
+namespace chorus::layers {
+
+LayerNormalization::LayerNormalization(LayerNormalizationOptions options)
+    : Layer("LayerNormalization", options.name), options_(std::move(options)) {
+  if (options_.axis.empty())
+    throw_error<ValueError>("LayerNormalization: expected at least one axis. Received: axis=[]");
+  if (!(options_.epsilon >= 0)) {
+    throw_error<ValueError>("LayerNormalization: expected epsilon >= 0. Received: epsilon={}", options_.epsilon);
+  }
+}
+
+std::vector<int> LayerNormalization::resolve_axes(const Shape& shape) const {
+  std::vector<int> axes;
+  for (int axis : options_.axis) {
+    if (axis < -shape.rank() || axis >= shape.rank()) {
+      throw_error<IndexError>("{}: axis {} is out of range for inputs of shape {}", name(), axis, shape.to_string());
+    }
+    axes.push_back(axis < 0 ? axis + shape.rank() : axis);
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) {
+    throw_error<ValueError>("{}: duplicate axes are not allowed, got axis {} for inputs of rank {}", name(),
+                            nlohmann::json(options_.axis).dump(), shape.rank());
+  }
+  return axes;
+}
+
+void LayerNormalization::build(const Tree& inputs) {
+  const Tensor& x = detail::single_input(inputs, name());
+  axes_ = resolve_axes(x.shape());
+  rank_ = x.rank();
+  for (int axis : axes_) weight_shape_.push_back(x.shape()[axis]);
+  if (options_.scale) gamma_ = add_weight("gamma", weight_shape_, options_.gamma_initializer);
+  if (options_.center) beta_ = add_weight("beta", weight_shape_, options_.beta_initializer);
+}
+
+Tree LayerNormalization::call(const Tree& inputs, bool /*training*/) {
+  const Tensor& input = detail::single_input(inputs, name());
+  bool matches = input.rank() == rank_;
+  for (size_t i = 0; matches && i < axes_.size(); ++i)
+    matches = input.shape()[axes_[i]] == weight_shape_[static_cast<int>(i)];
+  if (!matches) {
+    std::vector<int64_t> expected(static_cast<size_t>(rank_), -1);
+    for (size_t i = 0; i < axes_.size(); ++i) expected[axes_[i]] = weight_shape_[static_cast<int>(i)];
+    std::string want;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      want += (i ? ", " : "") + (expected[i] < 0 ? std::string("None") : std::to_string(expected[i]));
+    }
+    throw_error<ShapeError>("{}: expected inputs of shape ({}), got shape {}", name(), want, input.shape().to_string());
+  }
+  const Tensor x = input.dtype() == kFloat32 ? input : ops::cast(input, kFloat32);
+  // The weights, shaped to broadcast: dims on axes_, 1 elsewhere.
+  std::vector<int64_t> broadcast_shape(static_cast<size_t>(rank_), 1);
+  for (size_t i = 0; i < axes_.size(); ++i) broadcast_shape[axes_[i]] = weight_shape_[static_cast<int>(i)];
+  const ops::Axes axes(axes_);
+  const Tensor mean = ops::mean(x, axes, /*keepdims=*/true);
+  const Tensor centered = x - mean;
+  const Tensor variance = ops::mean(ops::square(centered), axes, /*keepdims=*/true);
+  Tensor y = centered * ops::rsqrt(variance + options_.epsilon);
+  if (gamma_.defined()) y = y * ops::reshape(gamma_.value(), broadcast_shape);
+  if (beta_.defined()) y = y + ops::reshape(beta_.value(), broadcast_shape);
+  return input.dtype() == kFloat32 ? y : ops::cast(y, input.dtype());
+}
+
+nlohmann::json LayerNormalization::get_config() const {
+  nlohmann::json config = Layer::get_config();
+  config["axis"] = options_.axis.size() == 1 ? nlohmann::json(options_.axis[0]) : nlohmann::json(options_.axis);
+  config["epsilon"] = options_.epsilon;
+  config["center"] = options_.center;
+  config["scale"] = options_.scale;
+  config["beta_initializer"] = options_.beta_initializer.get_config();
+  config["gamma_initializer"] = options_.gamma_initializer.get_config();
+  return config;
+}
+
+std::shared_ptr<LayerNormalization> LayerNormalization::from_config(const nlohmann::json& config) {
+  constexpr const char* kClass = "LayerNormalization";
+  LayerNormalizationOptions options;
+  if (auto it = config.find("axis"); it != config.end() && !it->is_null()) {
+    options.axis = it->is_array() ? detail::config_value<std::vector<int>>(config, kClass, "axis", {})
+                                  : std::vector<int>{detail::config_value<int>(config, kClass, "axis", -1)};
+  }
+  options.epsilon = detail::config_value<double>(config, kClass, "epsilon", 1e-3);
+  options.center = detail::config_value<bool>(config, kClass, "center", true);
+  options.scale = detail::config_value<bool>(config, kClass, "scale", true);
+  if (config.contains("beta_initializer"))
+    options.beta_initializer = Initializer::from_config(config["beta_initializer"]);
+  if (config.contains("gamma_initializer")) {
+    options.gamma_initializer = Initializer::from_config(config["gamma_initializer"]);
+  }
+  options.name = detail::config_name(config);
+  auto layer = std::make_shared<LayerNormalization>(std::move(options));
+  detail::apply_base_config(*layer, config);
+  return layer;
+}
+
+}  // namespace chorus::layers

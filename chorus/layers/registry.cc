@@ -1,0 +1,84 @@
+#include "chorus/layers/registry.h"
+
+#include <map>
+#include <mutex>
+
+#include "chorus/layers/layers.h"
+
+namespace chorus::layers {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, LayerFactory> factories;
+};
+
+// The built-ins are listed here rather than registered by static initialisers in each
+// layer's file, which a static library's linker could drop.
+Registry& registry() {
+  static Registry* instance = [] {
+    auto* r = new Registry;
+    r->factories = {
+        {"Activation", Activation::from_config},
+        {"Add", Add::from_config},
+        {"BatchNormalization", BatchNormalization::from_config},
+        {"Concatenate", Concatenate::from_config},
+        {"Dense", Dense::from_config},
+        {"Dropout", Dropout::from_config},
+        {"Embedding", Embedding::from_config},
+        {"Flatten", Flatten::from_config},
+        {"InputLayer", InputLayer::from_config},
+        {"LayerNormalization", LayerNormalization::from_config},
+        {"Reshape", Reshape::from_config},
+    };
+    return r;
+  }();
+  return *instance;
+}
+
+}  // namespace
+
+void register_layer(std::string class_name, LayerFactory factory) {
+  if (class_name.empty()) throw_error<ValueError>("register_layer: expected a class name, got an empty string");
+  if (!factory)
+    throw_error<ValueError>("register_layer: expected a factory for '{}', got an empty function", class_name);
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.factories[std::move(class_name)] = std::move(factory);
+}
+
+std::vector<std::string> registered_layers() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : r.factories) names.push_back(name);
+  return names;
+}
+
+std::shared_ptr<Layer> layer_from_config(const nlohmann::json& config) {
+  if (!config.is_object() || !config.contains("class_name") || !config["class_name"].is_string()) {
+    throw_error<ValueError>("layer_from_config: expected {{\"class_name\": ..., \"config\": {{...}}}}. Received: {}",
+                            config.dump());
+  }
+  const std::string class_name = config["class_name"].get<std::string>();
+  LayerFactory factory;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    auto it = r.factories.find(class_name);
+    if (it != r.factories.end()) factory = it->second;
+  }
+  if (!factory) {
+    std::string known;
+    for (const std::string& name : registered_layers()) known += (known.empty() ? "" : ", ") + name;
+    throw_error<ValueError>("layer_from_config: unknown layer class '{}'. Known classes: {}", class_name, known);
+  }
+  // The factory runs outside the lock: it may construct layers that look up others.
+  return factory(config.value("config", nlohmann::json::object()));
+}
+
+nlohmann::json serialize_layer(const Layer& layer) {
+  return {{"class_name", layer.class_name()}, {"config", layer.get_config()}};
+}
+
+}  // namespace chorus::layers

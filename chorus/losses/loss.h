@@ -1,0 +1,47 @@
+// Loss: Keras's loss objects. call() gives one loss per sample; operator() applies the
+// sample weights and Keras's default reduction, "sum_over_batch_size" (the weighted
+// sum over the batch divided by the number of samples). Stateless after construction:
+// safe to use from several replica threads at once.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "chorus/core/tensor.h"
+
+namespace chorus::losses {
+
+class Loss {
+ public:
+  explicit Loss(std::string name) : name_(std::move(name)) {}
+  virtual ~Loss() = default;
+
+  const std::string& name() const { return name_; }
+
+  // The reduced, differentiable scalar loss. `sample_weight` (optional) has shape
+  // (batch,) or broadcasts against the per-sample losses. Errors name the loss:
+  // "sparse_categorical_crossentropy: label 12 out of range [0, 10) at batch element 3".
+  Tensor operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight = {}) const;
+
+  // Per-sample losses, shape (batch,) (or y_pred's shape minus the last axis).
+  virtual Tensor call(const Tensor& y_true, const Tensor& y_pred) const = 0;
+
+  virtual nlohmann::json get_config() const { return {{"name", name_}}; }
+
+  // "mse", "mean_squared_error", "mae", "huber", "binary_crossentropy",
+  // "categorical_crossentropy", "sparse_categorical_crossentropy" (Keras's names).
+  // Throws ValueError listing the known names.
+  static std::shared_ptr<Loss> from_name(std::string_view name);
+  // {"class_name": "...", "config": get_config()} and back (compile configs in saved
+  // models). from_config throws ValueError naming an unknown class.
+  virtual nlohmann::json to_config() const = 0;
+  static std::shared_ptr<Loss> from_config(const nlohmann::json& config);
+
+ private:
+  std::string name_;
+};
+
+}  // namespace chorus::losses

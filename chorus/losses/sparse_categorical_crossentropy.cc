@@ -1,0 +1,155 @@
+#include "chorus/losses/sparse_categorical_crossentropy.h"
+
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "chorus/autograd/tape.h"
+#include "chorus/backend/cpu/softmax_kernels.h"
+#include "chorus/losses/loss_util.h"
+#include "chorus/ops/operators.h"
+#include "chorus/ops/reduction.h"
+#include "chorus/ops/shape_ops.h"
+
+namespace chorus::losses {
+namespace {
+
+// Where flat label `i` sits, for error messages.
+std::string label_position(const Shape& shape, int64_t i) {
+  if (shape.rank() <= 1) return fmt::format("batch element {}", i);
+  std::vector<int64_t> index(static_cast<size_t>(shape.rank()));
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    index[static_cast<size_t>(d)] = i % shape[d];
+    i /= shape[d];
+  }
+  return fmt::format("index {}", Shape(index).to_string());
+}
+
+// The labels as a flat int64 tensor, each checked to be an integer in [0, classes).
+Tensor checked_labels(const std::string& name, const Tensor& y_true, const Shape& shape, int64_t classes) {
+  Tensor labels = Tensor::empty(Shape{y_true.numel()}, kInt64);
+  int64_t* out = labels.data<int64_t>();
+  visit_dtype(y_true.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      throw_error<DTypeError>("{}: expected integer labels (int32, int64, or floats holding integers), got bool", name);
+    } else {
+      const T* in = static_cast<const T*>(y_true.raw_data());
+      for (int64_t i = 0; i < y_true.numel(); ++i) {
+        const auto value = arithmetic_value(in[i]);
+        if constexpr (std::is_floating_point_v<decltype(value)>) {
+          if (std::floor(value) != value) {  // also NaN and inf
+            throw_error<ValueError>("{}: label {} at {} is not an integer", name, value, label_position(shape, i));
+          }
+        }
+        if (!(value >= 0 && value < classes)) {
+          throw_error<IndexError>("{}: label {} out of range [0, {}) at {}", name, value, classes,
+                                  label_position(shape, i));
+        }
+        out[i] = static_cast<int64_t>(value);
+      }
+    }
+  });
+  return labels;
+}
+
+// -log_softmax(logits)[label] per row. logits: (rows, classes) float32 in memory (any
+// leading shape), labels: (rows,) int64, checked. Backward: (softmax - one_hot) * g,
+// computed by the log_softmax backward kernel from g placed at the labels.
+Tensor sparse_softmax_crossentropy(const Tensor& logits, const Tensor& labels, const Shape& out_shape) {
+  const int64_t rows = labels.numel(), classes = logits.dim(-1);
+  Tensor log_probs = Tensor::empty(Shape{rows, classes}, kFloat32);
+  Tensor out = Tensor::empty(out_shape, kFloat32);
+  if (rows > 0) {
+    backend::cpu::log_softmax(logits.data<float>(), log_probs.data<float>(), rows, classes, 1);
+    const float* lp = log_probs.data<float>();
+    const int64_t* label = labels.data<int64_t>();
+    float* loss = out.data<float>();
+    for (int64_t r = 0; r < rows; ++r) loss[r] = -lp[r * classes + label[r]];
+  }
+  autograd::record("sparse_categorical_crossentropy", {logits}, {out}, [&] {
+    return [log_probs, labels, shape = logits.shape()](std::span<const Tensor> g) {
+      if (!g[0].defined()) return std::vector<Tensor>{Tensor()};
+      const int64_t rows = labels.numel(), classes = shape.dim(-1);
+      const Tensor g_rows = internal::as_float32(g[0]);
+      Tensor at_labels = Tensor::empty(Shape{rows, classes}, kFloat32);
+      Tensor dx = Tensor::empty(Shape{rows, classes}, kFloat32);
+      if (rows > 0 && classes > 0) {
+        float* scattered = at_labels.data<float>();
+        std::memset(scattered, 0, static_cast<size_t>(rows * classes) * sizeof(float));
+        const int64_t* label = labels.data<int64_t>();
+        const float* gr = g_rows.data<float>();
+        for (int64_t r = 0; r < rows; ++r) scattered[r * classes + label[r]] = -gr[r];
+        backend::cpu::log_softmax_grad(log_probs.data<float>(), scattered, dx.data<float>(), rows, classes, 1);
+      }
+      return std::vector<Tensor>{dx.view(shape)};
+    };
+  });
+  return out;
+}
+
+// -log(clip(p / sum(p)))[label] per row, with ops (take gathers, its gradient scatters).
+Tensor sparse_probability_crossentropy(const Tensor& probs, const Tensor& labels, const Shape& out_shape) {
+  const int64_t classes = probs.dim(-1);
+  const Tensor normalised = probs / ops::sum(probs, -1, /*keepdims=*/true);
+  const Tensor log_probs = ops::log(ops::clip(normalised, internal::kEpsilon, 1 - internal::kEpsilon));
+  Tensor flat_index = Tensor::empty(Shape{labels.numel()}, kInt64);
+  const int64_t* label = labels.data<int64_t>();
+  int64_t* index = flat_index.data<int64_t>();
+  for (int64_t r = 0; r < labels.numel(); ++r) index[r] = r * classes + label[r];
+  const Tensor picked = ops::take(ops::reshape(log_probs, {-1}), flat_index, 0);
+  return ops::reshape(-picked, out_shape.to_vector());
+}
+
+Tensor sparse_values(const std::string& name, const Tensor& y_true, const Tensor& y_pred, bool from_logits) {
+  internal::check_defined(name, y_true, y_pred);
+  if (y_pred.rank() == 0) {
+    throw_error<ShapeError>("{}: expected y_pred of shape (..., classes), got shape ()", name);
+  }
+  std::vector<int64_t> batch_dims = y_pred.shape().to_vector();
+  batch_dims.pop_back();
+  const Shape batch_shape(batch_dims);
+  std::vector<int64_t> label_dims = y_true.shape().to_vector();
+  if (y_true.rank() == y_pred.rank() && label_dims.back() == 1) label_dims.pop_back();  // (batch, 1)
+  const Shape label_shape(label_dims);
+  if (y_true.dtype() == kBool) {
+    throw_error<DTypeError>("{}: expected integer labels (int32, int64, or floats holding integers), got bool", name);
+  }
+  if (label_shape != batch_shape) {
+    Shape with_one = batch_shape;
+    with_one.push_back(1);
+    throw_error<ShapeError>("{}: expected y_true of shape {} or {} to match y_pred of shape {}, got {}", name,
+                            batch_shape.to_string(), with_one.to_string(), y_pred.shape().to_string(),
+                            y_true.shape().to_string());
+  }
+  const Tensor labels = checked_labels(name, y_true, batch_shape, y_pred.dim(-1));
+  const Tensor pred = internal::as_float32(y_pred);
+  return from_logits ? sparse_softmax_crossentropy(pred, labels, batch_shape)
+                     : sparse_probability_crossentropy(pred, labels, batch_shape);
+}
+
+}  // namespace
+
+SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(SparseCategoricalCrossentropyOptions options)
+    : Loss(std::move(options.name)), from_logits_(options.from_logits) {}
+
+Tensor SparseCategoricalCrossentropy::call(const Tensor& y_true, const Tensor& y_pred) const {
+  return sparse_values(name(), y_true, y_pred, from_logits_);
+}
+
+nlohmann::json SparseCategoricalCrossentropy::get_config() const {
+  nlohmann::json config = internal::base_config(name());
+  config["from_logits"] = from_logits_;
+  return config;
+}
+
+nlohmann::json SparseCategoricalCrossentropy::to_config() const {
+  return {{"class_name", "SparseCategoricalCrossentropy"}, {"config", get_config()}};
+}
+
+Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from_logits) {
+  return sparse_values("sparse_categorical_crossentropy", y_true, y_pred, from_logits);
+}
+
+}  // namespace chorus::losses

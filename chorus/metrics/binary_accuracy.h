@@ -1,0 +1,36 @@
+// BinaryAccuracy: how often y_pred > threshold agrees with 0/1 labels
+// (keras.metrics.BinaryAccuracy). State: {total, count}. One instance per thread.
+#pragma once
+
+#include <string>
+
+#include "chorus/metrics/mean_metric_wrapper.h"
+
+namespace chorus::metrics {
+
+struct BinaryAccuracyOptions {
+  // A prediction above it means 1.
+  double threshold = 0.5;
+  std::string name = "binary_accuracy";
+};
+
+class BinaryAccuracy : public MeanMetricWrapper {
+ public:
+  explicit BinaryAccuracy(BinaryAccuracyOptions options = {});
+
+  double threshold() const { return threshold_; }
+  std::unique_ptr<Metric> clone() const override;
+  nlohmann::json get_config() const override;
+  nlohmann::json to_config() const override;
+
+ protected:
+  // y_true (0/1 labels) and y_pred of one shape after Keras's rank alignment, e.g.
+  // (batch,) and (batch, 1). Throws ShapeError "binary_accuracy: y_true shape (4,) and
+  // y_pred shape (5,) do not match".
+  internal::SampleValues values(const Tensor& y_true, const Tensor& y_pred) override;
+
+ private:
+  double threshold_;
+};
+
+}  // namespace chorus::metrics

@@ -1,0 +1,55 @@
+// Callback: hooks into fit/evaluate/predict (Keras's Callback). The trainer calls them
+// on its own thread, in the order they were given; subclasses override what they need.
+// model() is set before on_train_begin and stays valid for the whole run.
+#pragma once
+
+#include <cstdint>
+
+#include "chorus/models/logs.h"
+
+namespace chorus::models {
+
+class Model;
+
+// What fit tells its callbacks up front (Keras's `params`).
+struct CallbackParams {
+  int epochs = 1;
+  int64_t steps = -1;  // steps per epoch; -1 when unknown
+  int verbose = 1;
+};
+
+class Callback {
+ public:
+  virtual ~Callback() = default;
+
+  void set_model(Model* model) { model_ = model; }
+  void set_params(const CallbackParams& params) { params_ = params; }
+  // REQUIRES: set_model was called (the trainer does it before any hook).
+  Model& model() const { return *model_; }
+  bool has_model() const { return model_ != nullptr; }
+  const CallbackParams& params() const { return params_; }
+
+  virtual void on_train_begin(const Logs& /*logs*/) {}
+  virtual void on_train_end(const Logs& /*logs*/) {}
+  // Epochs count from 0, as in Keras.
+  virtual void on_epoch_begin(int /*epoch*/, const Logs& /*logs*/) {}
+  // `logs` holds the epoch's training metrics and, on validation epochs, the val_ ones.
+  virtual void on_epoch_end(int /*epoch*/, const Logs& /*logs*/) {}
+  virtual void on_train_batch_begin(int64_t /*batch*/, const Logs& /*logs*/) {}
+  // `logs` holds the running (epoch-average) metrics after this batch.
+  virtual void on_train_batch_end(int64_t /*batch*/, const Logs& /*logs*/) {}
+  virtual void on_test_begin(const Logs& /*logs*/) {}
+  virtual void on_test_end(const Logs& /*logs*/) {}
+  virtual void on_test_batch_begin(int64_t /*batch*/, const Logs& /*logs*/) {}
+  virtual void on_test_batch_end(int64_t /*batch*/, const Logs& /*logs*/) {}
+  virtual void on_predict_begin(const Logs& /*logs*/) {}
+  virtual void on_predict_end(const Logs& /*logs*/) {}
+  virtual void on_predict_batch_begin(int64_t /*batch*/, const Logs& /*logs*/) {}
+  virtual void on_predict_batch_end(int64_t /*batch*/, const Logs& /*logs*/) {}
+
+ private:
+  Model* model_ = nullptr;
+  CallbackParams params_;
+};
+
+}  // namespace chorus::models

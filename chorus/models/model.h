@@ -1,0 +1,170 @@
+// Model: a Layer that trains (Keras's Model). Three ways to make one: subclass it and
+// override call() (and optionally compute_loss, train_step, test_step, predict_step);
+// the functional API, Model(inputs, outputs) over symbolic tensors from layers::Input;
+// or Sequential. compile() then fit/evaluate/predict run the training loop on the
+// calling thread. A model is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chorus/core/shared.h"
+#include "chorus/data/dataset.h"
+#include "chorus/layers/layer.h"
+#include "chorus/losses/loss.h"
+#include "chorus/metrics/mean.h"
+#include "chorus/metrics/metric.h"
+#include "chorus/models/callback.h"
+#include "chorus/models/history.h"
+#include "chorus/models/logs.h"
+#include "chorus/optimizers/optimizer.h"
+
+namespace chorus::models {
+
+using autograd::Variable;
+
+class CallbackList;
+class FunctionalGraph;
+
+struct CompileOptions {
+  Shared<optimizers::Optimizer> optimizer = "rmsprop";  // Keras's default
+  // Applied to every output when y_pred has several leaves (summed). Empty: the model
+  // must override compute_loss.
+  Shared<losses::Loss> loss;
+  std::vector<Shared<metrics::Metric>> metrics;
+};
+
+struct FitOptions {
+  int epochs = 1;
+  // Examples per batch when fit is given in-memory arrays; a Dataset's own batches
+  // are used as they come.
+  int64_t batch_size = 32;
+  // 0: silent; 1: a progress bar (redrawn in place on a terminal, one line per epoch
+  // otherwise); 2: one line per epoch.
+  int verbose = 1;
+  std::vector<Shared<Callback>> callbacks;
+  // Holds out the last fraction of in-memory arrays (before shuffling) for validation.
+  double validation_split = 0.0;
+  std::optional<data::Dataset> validation_data;
+  // Shuffles in-memory arrays each epoch (datasets shuffle themselves).
+  bool shuffle = true;
+  int initial_epoch = 0;
+  // Steps per epoch; -1: until the data is exhausted. A shorter dataset ends the epoch
+  // early; an infinite one requires it.
+  int64_t steps_per_epoch = -1;
+  int64_t validation_steps = -1;
+  // Validates after epochs whose 1-based number divides by validation_freq (Keras).
+  int validation_freq = 1;
+};
+
+struct EvaluateOptions {
+  int64_t batch_size = 32;  // in-memory arrays only
+  int verbose = 1;
+  int64_t steps = -1;
+  std::vector<Shared<Callback>> callbacks;
+};
+
+struct PredictOptions {
+  int64_t batch_size = 32;  // in-memory arrays only
+  int verbose = 0;
+  int64_t steps = -1;
+  std::vector<Shared<Callback>> callbacks;
+};
+
+class Model : public layers::Layer {
+ public:
+  // For subclasses: override call().
+  explicit Model(std::string name = "");
+  // Functional: `inputs` and `outputs` are symbolic tensors (or Trees of them) linked by
+  // layer calls. Throws ValueError if an output does not depend on the inputs through
+  // layers only.
+  Model(const Tree& inputs, const Tree& outputs, std::string name = "");
+  ~Model() override;
+  Model(Model&&) noexcept;
+
+  // Sets the optimizer, loss and metrics; resets the metrics. May be called again.
+  void compile(CompileOptions options);
+  bool compiled() const { return optimizer_ != nullptr; }
+
+  // Trains on (x, y[, sample_weight]) batches of `data` for options.epochs epochs.
+  // Throws ValueError before doing anything if the model is not compiled.
+  History fit(const data::Dataset& data, FitOptions options = {});
+  // In-memory arrays: x and y with the same number of rows.
+  History fit(const Tree& x, const Tree& y, FitOptions options = {});
+  // The loss and metrics over `data` (metrics are reset first).
+  Logs evaluate(const data::Dataset& data, EvaluateOptions options = {});
+  Logs evaluate(const Tree& x, const Tree& y, EvaluateOptions options = {});
+  // Outputs for every example, concatenated along the batch axis in input order.
+  Tree predict(const data::Dataset& data, PredictOptions options = {});
+  Tree predict(const Tree& x, PredictOptions options = {});
+
+  // The forward pass. Functional models run their graph; subclasses override.
+  Tree call(const Tree& inputs, bool training) override;
+  // The scalar loss of a batch (mean over its examples): by default the compiled loss
+  // of (y, y_pred, sample_weight). A non-scalar result is averaged.
+  virtual Tensor compute_loss(const Tree& x, const Tree& y, const Tree& y_pred, const Tensor& sample_weight = {});
+  // One optimizer step on a batch; returns the running metrics (Keras's train_step).
+  virtual Logs train_step(const Tree& batch);
+  virtual Logs test_step(const Tree& batch);
+  virtual Tree predict_step(const Tree& batch);
+
+  // Updates the loss tracker and compiled metrics from a batch's results.
+  void update_metrics(const Tensor& loss, const Tree& y, const Tree& y_pred, const Tensor& sample_weight);
+  // The loss tracker ("loss") first, then the compiled metrics.
+  std::vector<metrics::Metric*> metrics() const;
+  Logs get_metrics_result() const;
+  void reset_metrics();
+
+  // REQUIRES: compiled() (throws ValueError naming the model otherwise).
+  optimizers::Optimizer& optimizer() const;
+  losses::Loss* loss() const { return loss_.get(); }
+
+  // Set by callbacks (EarlyStopping, TerminateOnNaN) to end fit after the current batch.
+  bool stop_training = false;
+
+  // Keras's table: layer (type), output shape, parameter count, then the totals.
+  void summary(std::ostream& out) const;
+  void summary() const;
+
+  // Weights only, one safetensors file keyed by variable path. Written atomically.
+  void save_weights(const std::filesystem::path& path) const;
+  // Throws ValueError listing missing, unexpected and mismatched (shape/dtype) variables.
+  void load_weights(const std::filesystem::path& path);
+  // The whole model in a directory: config.json (architecture and compile settings),
+  // model.weights.safetensors, optimizer.safetensors and state.json. Atomic.
+  void save(const std::filesystem::path& path) const;
+
+  nlohmann::json get_config() const override;
+  std::shared_ptr<Layer> move_to_heap() && override;
+
+  // Internal to the trainer and saving: the optimizer state to save/restore together
+  // with epoch counters.
+  const CompileOptions& compile_options() const { return compile_options_; }
+
+ protected:
+  // For subclasses with their own Keras class name (Sequential).
+  Model(std::string class_name, std::string name);
+  void build(const Tree& inputs) override;
+
+ private:
+  Logs run_evaluation(const data::Dataset& data, int64_t steps, CallbackList& callbacks);
+
+  std::unique_ptr<FunctionalGraph> graph_;
+  CompileOptions compile_options_;
+  std::shared_ptr<optimizers::Optimizer> optimizer_;
+  std::shared_ptr<losses::Loss> loss_;
+  std::unique_ptr<metrics::Mean> loss_tracker_;
+  std::vector<std::shared_ptr<metrics::Metric>> compiled_metrics_;
+};
+
+// Rebuilds a model saved by Model::save (functional and Sequential models; a subclassed
+// model cannot be rebuilt from its config — build it in code and call load_weights).
+// Restores weights and, when it was compiled, the compile settings and optimizer state.
+std::unique_ptr<Model> load_model(const std::filesystem::path& path);
+
+}  // namespace chorus::models

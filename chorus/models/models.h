@@ -1,0 +1,9 @@
+// One include for the model API: Model, Sequential, load_model, callbacks' base, History.
+#pragma once
+
+#include "chorus/models/callback.h"
+#include "chorus/models/history.h"
+#include "chorus/models/logs.h"
+#include "chorus/models/model.h"
+#include "chorus/models/progbar_logger.h"
+#include "chorus/models/sequential.h"

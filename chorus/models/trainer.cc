@@ -1,0 +1,290 @@
+// The training loop: Model::fit, evaluate and predict, and the default train_step,
+// test_step and predict_step (Keras's Trainer).
+#include <cmath>
+
+#include "chorus/autograd/tape.h"
+#include "chorus/core/error.h"
+#include "chorus/layers/initializers.h"
+#include "chorus/models/callback_list.h"
+#include "chorus/models/model.h"
+#include "chorus/models/progbar_logger.h"
+#include "chorus/ops/ops.h"
+
+namespace chorus::models {
+namespace {
+
+struct Unpacked {
+  Tree x, y;
+  Tensor sample_weight;
+};
+
+// Keras's unpack_x_y_sample_weight: a list of 2 or 3 is (x, y[, sample_weight]);
+// anything else is x alone.
+Unpacked unpack(const Tree& batch) {
+  if (batch.is_list() && (batch.size() == 2 || batch.size() == 3)) {
+    Unpacked u{batch[0], batch[1], {}};
+    if (batch.size() == 3) u.sample_weight = batch[2].tensor();
+    return u;
+  }
+  if (batch.is_list() && batch.size() == 1) return {batch[0], {}, {}};
+  return {batch, {}, {}};
+}
+
+int64_t num_rows(const Tree& tree, const char* what, const std::string& model) {
+  std::vector<Tensor> leaves = tree.flatten();
+  if (leaves.empty()) throw_error<ValueError>("{}: {} is empty", model, what);
+  int64_t rows = -1;
+  for (const Tensor& t : leaves) {
+    if (t.rank() == 0) throw_error<ShapeError>("{}: {} must have a batch axis, got a scalar", model, what);
+    if (rows >= 0 && t.dim(0) != rows) {
+      throw_error<ValueError>("{}: the arrays in {} have different numbers of rows: {} and {}", model, what, rows, t.dim(0));
+    }
+    rows = t.dim(0);
+  }
+  return rows;
+}
+
+Tree slice_rows(const Tree& tree, int64_t begin, int64_t end) {
+  return tree.map([&](const Tensor& t) { return t.first_axis_slice(begin, end); });
+}
+
+// The dataset fit/evaluate/predict iterate for in-memory arrays.
+data::Dataset arrays_dataset(const Tree& x, const Tree& y, int64_t batch_size, bool shuffle,
+                             const std::string& model) {
+  if (batch_size <= 0) throw_error<ValueError>("{}: expected batch_size > 0. Received: batch_size={}", model, batch_size);
+  int64_t rows = num_rows(x, "x", model);
+  Tree element = x;
+  if (!y.empty()) {
+    int64_t y_rows = num_rows(y, "y", model);
+    if (y_rows != rows) {
+      throw_error<ValueError>("{}: x and y have different numbers of rows: {} and {}", model, rows, y_rows);
+    }
+    element = Tree::list({x, y});
+  }
+  data::Dataset ds = data::Dataset::from_tensor_slices(element);
+  if (shuffle && rows > 1) ds = ds.shuffle(rows, layers::next_generator().key(), /*reshuffle_each_iteration=*/true);
+  return ds.batch(batch_size);
+}
+
+int64_t steps_of(const data::Dataset& data, int64_t requested) {
+  if (requested > 0) return requested;
+  int64_t n = data.cardinality();
+  return n >= 0 ? n : -1;
+}
+
+// The default callbacks and params of a fit/evaluate/predict call.
+CallbackList make_callbacks(const std::vector<Shared<Callback>>& user, Model* model, const CallbackParams& params,
+                            std::shared_ptr<History> history) {
+  CallbackList list(user, model, params);
+  if (history) list.add(std::move(history));
+  if (params.verbose > 0) list.add(std::make_shared<ProgbarLogger>());
+  return list;
+}
+
+}  // namespace
+
+CallbackList::CallbackList(const std::vector<Shared<Callback>>& callbacks, Model* model, const CallbackParams& params)
+    : model_(model), params_(params) {
+  for (const auto& c : callbacks) add(c.shared_ptr());
+}
+
+void CallbackList::add(std::shared_ptr<Callback> callback) {
+  callback->set_model(model_);
+  callback->set_params(params_);
+  callbacks_.push_back(std::move(callback));
+}
+
+Tensor Model::compute_loss(const Tree& /*x*/, const Tree& y, const Tree& y_pred, const Tensor& sample_weight) {
+  if (!loss_) {
+    throw_error<ValueError>("{}: no loss to compute: pass one to compile() or override compute_loss()", name());
+  }
+  if (y.empty()) throw_error<ValueError>("{}: the data has no targets (y) for the loss {}", name(), loss_->name());
+  std::vector<Tensor> targets = y.flatten(), predictions = y_pred.flatten();
+  if (targets.size() != predictions.size()) {
+    throw_error<ValueError>("{}: the targets {} do not match the model's outputs {}", name(), y.to_string(),
+                            y_pred.to_string());
+  }
+  Tensor total;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Tensor loss = (*loss_)(targets[i], predictions[i], sample_weight);
+    total = total.defined() ? ops::add(total, loss) : loss;
+  }
+  return total;
+}
+
+void Model::update_metrics(const Tensor& loss, const Tree& y, const Tree& y_pred, const Tensor& sample_weight) {
+  int64_t batch = y_pred.flatten().empty() ? 0 : y_pred.flatten()[0].dim(0);
+  loss_tracker_->update_state(static_cast<double>(loss.item<float>()), static_cast<double>(batch));
+  if (compiled_metrics_.empty()) return;
+  std::vector<Tensor> targets = y.flatten(), predictions = y_pred.flatten();
+  for (size_t i = 0; i < targets.size() && i < predictions.size(); ++i) {
+    for (const auto& m : compiled_metrics_) m->update_state(targets[i], predictions[i], sample_weight);
+  }
+}
+
+static Tensor scalar_loss(const Tensor& loss) { return loss.rank() == 0 ? loss : ops::mean(loss); }
+
+Logs Model::train_step(const Tree& batch) {
+  auto [x, y, sample_weight] = unpack(batch);
+  std::vector<Variable> variables = trainable_weights();
+  Tree y_pred;
+  Tensor loss;
+  std::vector<Tensor> grads;
+  {
+    autograd::GradientTape tape;
+    y_pred = (*this)(x, /*training=*/true);
+    loss = scalar_loss(compute_loss(x, y, y_pred, sample_weight));
+    std::vector<Tensor> sources(variables.begin(), variables.end());
+    grads = tape.gradient(loss, sources);
+  }
+  optimizer().apply_gradients(grads, variables);
+  update_metrics(loss, y, y_pred, sample_weight);
+  return get_metrics_result();
+}
+
+Logs Model::test_step(const Tree& batch) {
+  auto [x, y, sample_weight] = unpack(batch);
+  autograd::NoGradGuard no_grad;
+  Tree y_pred = (*this)(x, /*training=*/false);
+  Tensor loss = scalar_loss(compute_loss(x, y, y_pred, sample_weight));
+  update_metrics(loss, y, y_pred, sample_weight);
+  return get_metrics_result();
+}
+
+Tree Model::predict_step(const Tree& batch) {
+  autograd::NoGradGuard no_grad;
+  return (*this)(unpack(batch).x, /*training=*/false);
+}
+
+History Model::fit(const Tree& x, const Tree& y, FitOptions options) {
+  if (options.validation_split < 0 || options.validation_split >= 1) {
+    throw_error<ValueError>("{}: expected 0 <= validation_split < 1. Received: validation_split={}", name(),
+                            options.validation_split);
+  }
+  Tree train_x = x, train_y = y;
+  if (options.validation_split > 0) {
+    if (options.validation_data) {
+      throw_error<ValueError>("{}: give validation_data or validation_split, not both", name());
+    }
+    int64_t rows = num_rows(x, "x", name());
+    int64_t split = static_cast<int64_t>(std::floor(static_cast<double>(rows) * (1.0 - options.validation_split)));
+    train_x = slice_rows(x, 0, split);
+    train_y = y.empty() ? y : slice_rows(y, 0, split);
+    options.validation_data = arrays_dataset(slice_rows(x, split, rows), y.empty() ? y : slice_rows(y, split, rows),
+                                             options.batch_size, false, name());
+  }
+  return fit(arrays_dataset(train_x, train_y, options.batch_size, options.shuffle, name()), std::move(options));
+}
+
+History Model::fit(const data::Dataset& data, FitOptions options) {
+  if (!compiled()) throw_error<ValueError>("{}: call compile() before fit()", name());
+  if (options.epochs < 0 || options.initial_epoch < 0) {
+    throw_error<ValueError>("{}: expected epochs >= 0 and initial_epoch >= 0. Received: epochs={}, initial_epoch={}",
+                            name(), options.epochs, options.initial_epoch);
+  }
+  if (options.validation_freq <= 0) {
+    throw_error<ValueError>("{}: expected validation_freq > 0. Received: validation_freq={}", name(), options.validation_freq);
+  }
+  int64_t steps = steps_of(data, options.steps_per_epoch);
+  if (data.cardinality() == data::kInfiniteCardinality && options.steps_per_epoch <= 0) {
+    throw_error<ValueError>("{}: the training data is infinite; give steps_per_epoch", name());
+  }
+  auto history = std::make_shared<History>();
+  CallbackList callbacks = make_callbacks(options.callbacks, this, {options.epochs, steps, options.verbose}, history);
+  stop_training = false;
+  Logs logs;
+  callbacks.each([&](Callback& c) { c.on_train_begin(logs); });
+  // With steps_per_epoch, one iterator runs on across epochs (Keras); a new one starts
+  // only when the data runs out.
+  std::optional<data::Iterator> iterator;
+  for (int epoch = options.initial_epoch; epoch < options.epochs && !stop_training; ++epoch) {
+    reset_metrics();
+    callbacks.each([&](Callback& c) { c.on_epoch_begin(epoch, Logs{}); });
+    if (!iterator || options.steps_per_epoch <= 0) iterator.emplace(data.iterator(epoch));
+    int64_t step = 0;
+    for (; steps < 0 || step < steps; ++step) {
+      std::optional<Tree> batch = iterator->next();
+      if (!batch) {
+        iterator.reset();
+        break;
+      }
+      callbacks.each([&](Callback& c) { c.on_train_batch_begin(step, Logs{}); });
+      Logs step_logs = train_step(*batch);
+      callbacks.each([&](Callback& c) { c.on_train_batch_end(step, step_logs); });
+      if (stop_training) break;
+      if (step_logs.contains("loss") && !std::isfinite(step_logs.at("loss"))) {
+        throw_error<Error>("{}: the loss became {} at epoch {}, batch {}; add callbacks::TerminateOnNaN to stop instead",
+                           name(), step_logs.at("loss"), epoch + 1, step);
+      }
+    }
+    logs = get_metrics_result();
+    if (options.validation_data && (epoch + 1) % options.validation_freq == 0) {
+      Logs val = run_evaluation(*options.validation_data, options.validation_steps, callbacks);
+      logs.merge(val, "val_");
+    }
+    callbacks.each([&](Callback& c) { c.on_epoch_end(epoch, logs); });
+  }
+  callbacks.each([&](Callback& c) { c.on_train_end(logs); });
+  return *history;
+}
+
+Logs Model::run_evaluation(const data::Dataset& data, int64_t steps, CallbackList& callbacks) {
+  reset_metrics();
+  Logs logs;
+  callbacks.each([&](Callback& c) { c.on_test_begin(logs); });
+  auto iterator = data.iterator(0);
+  for (int64_t step = 0; steps < 0 || step < steps; ++step) {
+    std::optional<Tree> batch = iterator.next();
+    if (!batch) break;
+    callbacks.each([&](Callback& c) { c.on_test_batch_begin(step, Logs{}); });
+    logs = test_step(*batch);
+    callbacks.each([&](Callback& c) { c.on_test_batch_end(step, logs); });
+  }
+  logs = get_metrics_result();
+  callbacks.each([&](Callback& c) { c.on_test_end(logs); });
+  return logs;
+}
+
+Logs Model::evaluate(const data::Dataset& data, EvaluateOptions options) {
+  if (!compiled()) throw_error<ValueError>("{}: call compile() before evaluate()", name());
+  int64_t steps = steps_of(data, options.steps);
+  CallbackList callbacks = make_callbacks(options.callbacks, this, {1, steps, options.verbose}, nullptr);
+  return run_evaluation(data, options.steps, callbacks);
+}
+
+Logs Model::evaluate(const Tree& x, const Tree& y, EvaluateOptions options) {
+  return evaluate(arrays_dataset(x, y, options.batch_size, false, name()), std::move(options));
+}
+
+Tree Model::predict(const data::Dataset& data, PredictOptions options) {
+  int64_t steps = steps_of(data, options.steps);
+  CallbackList callbacks = make_callbacks(options.callbacks, this, {1, steps, options.verbose}, nullptr);
+  callbacks.each([&](Callback& c) { c.on_predict_begin(Logs{}); });
+  std::vector<std::vector<Tensor>> pieces;
+  Tree structure;
+  auto iterator = data.iterator(0);
+  for (int64_t step = 0; options.steps < 0 || step < options.steps; ++step) {
+    std::optional<Tree> batch = iterator.next();
+    if (!batch) break;
+    callbacks.each([&](Callback& c) { c.on_predict_batch_begin(step, Logs{}); });
+    Tree out = predict_step(*batch);
+    std::vector<Tensor> leaves = out.flatten();
+    if (pieces.empty()) {
+      structure = out;
+      pieces.resize(leaves.size());
+    }
+    for (size_t i = 0; i < leaves.size() && i < pieces.size(); ++i) pieces[i].push_back(leaves[i]);
+    callbacks.each([&](Callback& c) { c.on_predict_batch_end(step, Logs{}); });
+  }
+  callbacks.each([&](Callback& c) { c.on_predict_end(Logs{}); });
+  if (pieces.empty()) throw_error<ValueError>("{}: predict got no data", name());
+  std::vector<Tensor> joined;
+  for (auto& p : pieces) joined.push_back(p.size() == 1 ? p[0] : ops::concatenate(p, 0));
+  return structure.unflatten(joined);
+}
+
+Tree Model::predict(const Tree& x, PredictOptions options) {
+  return predict(arrays_dataset(x, Tree(), options.batch_size, false, name()), std::move(options));
+}
+
+}  // namespace chorus::models

@@ -1,0 +1,48 @@
+// Adagrad: Keras's Adagrad (Duchi et al.): per-parameter rates that shrink with the sum
+// of squared gradients. One accumulator slot per variable, starting at
+// initial_accumulator_value. Not thread-safe (see Optimizer).
+//
+//   model.compile({.optimizer = Adagrad(0.2)});
+#pragma once
+
+#include <optional>
+
+#include "chorus/optimizers/optimizer.h"
+
+namespace chorus::optimizers {
+
+struct AdagradOptions {
+  LearningRate learning_rate = 0.001;      // a rate or a schedule (Adagrad likes larger ones)
+  double initial_accumulator_value = 0.1;  // >= 0: the accumulators' starting value
+  double epsilon = 1e-7;                   // added to the accumulator under the root
+  // The base optimizer's arguments (OptimizerOptions), unset by default.
+  std::optional<double> weight_decay;
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
+};
+
+class Adagrad : public Optimizer {
+ public:
+  // Throws ValueError if initial_accumulator_value < 0.
+  explicit Adagrad(AdagradOptions options = {});
+  // Defaults, with this learning rate: `Adagrad(0.2)`.
+  explicit Adagrad(LearningRate learning_rate)
+      : Adagrad(AdagradOptions{.learning_rate = std::move(learning_rate)}) {}
+
+  double initial_accumulator_value() const { return initial_accumulator_value_; }
+  double epsilon() const { return epsilon_; }
+  // The base config plus "initial_accumulator_value" and "epsilon".
+  nlohmann::json get_config() const override;
+
+ protected:
+  void build_slots(const Variable& variable) override;
+  void update_step(const Tensor& grad, const Variable& variable, size_t slot_index, double lr,
+                   int64_t step) override;
+
+ private:
+  double initial_accumulator_value_;
+  double epsilon_;
+};
+
+}  // namespace chorus::optimizers

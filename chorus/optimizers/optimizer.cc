@@ -1,0 +1,209 @@
+// The optimizer base: slot bookkeeping, then per step, as Keras's BaseOptimizer.apply():
+// drop undefined gradients, clip (clipnorm, global_clipnorm or clipvalue), decay the
+// weights (decoupled, before the step), run each variable's fused update_step, and count
+// the step. Gradients are never modified in place: clipping writes new tensors.
+
+#include "chorus/optimizers/optimizer.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+#include "chorus/autograd/tape.h"
+#include "chorus/core/creation.h"
+#include "chorus/core/error.h"
+#include "chorus/optimizers/update_kernels.h"
+
+namespace chorus::optimizers {
+namespace {
+
+using nlohmann::json;
+
+json optional_json(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
+
+std::string optional_text(const std::optional<double>& value) {
+  return value ? fmt::format("{}", *value) : std::string("None");
+}
+
+// A clipped gradient: x * factor in a new tensor.
+Tensor scaled(const Tensor& grad, double factor) {
+  Tensor out = Tensor::empty(grad.shape(), kFloat32);
+  kernels::scale(grad.data<float>(), out.data<float>(), grad.numel(), static_cast<float>(factor));
+  return out;
+}
+
+double l2_norm(const Tensor& grad) { return std::sqrt(kernels::sum_of_squares(grad.data<float>(), grad.numel())); }
+
+}  // namespace
+
+Optimizer::Optimizer(std::string class_name, std::string name, LearningRate learning_rate, OptimizerOptions options)
+    : class_name_(std::move(class_name)),
+      name_(std::move(name)),
+      learning_rate_(std::move(learning_rate)),
+      options_(options),
+      iterations_("optimizer/iterations", scalar(0, kInt64), /*trainable=*/false) {
+  const int clip_args = options_.clipnorm.has_value() + options_.clipvalue.has_value() +
+                        options_.global_clipnorm.has_value();
+  if (clip_args > 1) {
+    throw_error<ValueError>(
+        "{}: only one of clipnorm, clipvalue and global_clipnorm can be set, got clipnorm={}, clipvalue={}, "
+        "global_clipnorm={}",
+        name_, optional_text(options_.clipnorm), optional_text(options_.clipvalue),
+        optional_text(options_.global_clipnorm));
+  }
+}
+
+void Optimizer::build(std::span<const Variable> variables) {
+  if (built_) {
+    const bool same = variables.size() == built_variables_.size() &&
+                      std::equal(variables.begin(), variables.end(), built_variables_.begin(),
+                                 [](const Variable& a, const Variable& b) { return a.value().same(b.value()); });
+    if (same) return;
+    throw_error<ValueError>("{}: already built for {} variables, got {} other variables; build() runs once", name_,
+                            built_variables_.size(), variables.size());
+  }
+  std::unordered_map<const TensorImpl*, size_t> index_of;
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const Variable& v = variables[i];
+    if (v.dtype() != kFloat32) {
+      throw_error<DTypeError>("{}: variable '{}' has dtype {}: only float32 variables are supported", name_,
+                              v.path(), dtype_name(v.dtype()));
+    }
+    if (!index_of.emplace(v.value().impl(), i).second) {
+      throw_error<ValueError>("{}: variable '{}' is listed twice", name_, v.path());
+    }
+  }
+  built_variables_.assign(variables.begin(), variables.end());
+  index_of_ = std::move(index_of);
+  slots_.reserve(variables.size());
+  for (const Variable& v : variables) {
+    slots_.emplace_back();
+    build_slots(v);  // add_slot() appends to slots_.back()
+  }
+  built_ = true;
+}
+
+Variable Optimizer::add_slot(const Variable& variable, const std::string& slot, double initial_value) {
+  assert(!slots_.empty() && "add_slot is only called from build_slots");
+  Variable v("optimizer/" + variable.path() + "/" + slot, full(variable.shape(), initial_value, variable.dtype()),
+             /*trainable=*/false);
+  slots_.back().push_back(v);
+  all_slots_.push_back(v);
+  return v;
+}
+
+int64_t Optimizer::iterations() const { return iterations_.value().data<int64_t>()[0]; }
+
+double Optimizer::learning_rate() const { return learning_rate_.at(iterations()); }
+
+void Optimizer::set_learning_rate(double value) {
+  if (learning_rate_.is_schedule()) {
+    const json config = learning_rate_.schedule()->get_config();
+    const json* class_name = config.contains("class_name") ? &config["class_name"] : nullptr;
+    throw_error<ValueError>("{}: cannot set the learning rate: it is a schedule ({})", name_,
+                            class_name && class_name->is_string() ? class_name->get<std::string>() : "custom");
+  }
+  learning_rate_ = LearningRate(value);
+}
+
+std::vector<Variable> Optimizer::variables() const {
+  std::vector<Variable> out;
+  out.reserve(all_slots_.size() + 1);
+  out.push_back(iterations_);
+  out.insert(out.end(), all_slots_.begin(), all_slots_.end());
+  return out;
+}
+
+void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const Variable> variables) {
+  if (grads.size() != variables.size()) {
+    throw_error<ValueError>("{}: got {} gradients for {} variables", name_, grads.size(), variables.size());
+  }
+  if (!built_) build(variables);
+
+  // The variables that have a gradient, with their build index.
+  std::vector<size_t> active, index;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    const Variable& v = variables[i];
+    size_t k = i;
+    if (i >= built_variables_.size() || !built_variables_[i].value().same(v.value())) {
+      const auto it = index_of_.find(v.value().impl());
+      if (it == index_of_.end()) {
+        throw_error<ValueError>("{}: variable '{}' is not one of the {} variables this optimizer was built with",
+                                name_, v.path(), built_variables_.size());
+      }
+      k = it->second;
+    }
+    if (grads[i].shape() != v.shape()) {
+      throw_error<ShapeError>("{}: the gradient for '{}' has shape {}, expected the variable's shape {}", name_,
+                              v.path(), grads[i].shape().to_string(), v.shape().to_string());
+    }
+    if (grads[i].dtype() != v.dtype()) {
+      throw_error<DTypeError>("{}: the gradient for '{}' has dtype {}, expected {}", name_, v.path(),
+                              dtype_name(grads[i].dtype()), dtype_name(v.dtype()));
+    }
+    active.push_back(i);
+    index.push_back(k);
+  }
+  if (active.empty()) throw_error<ValueError>("{}: no gradients provided for any variable", name_);
+
+  autograd::NoGradGuard no_grad;  // nothing here may be recorded, even inside a user's tape
+  std::vector<Tensor> clipped;
+  clipped.reserve(active.size());
+  for (const size_t i : active) clipped.push_back(grads[i]);
+  clip_gradients(clipped);
+
+  const double lr = learning_rate();
+  if (options_.weight_decay && *options_.weight_decay != 0) {
+    for (const size_t i : active) {
+      const Variable& v = variables[i];
+      if (!v.trainable()) continue;
+      kernels::weight_decay(v.value().data<float>(), v.value().numel(), static_cast<float>(*options_.weight_decay),
+                            static_cast<float>(lr));
+    }
+  }
+  const int64_t step = iterations() + 1;
+  for (size_t j = 0; j < active.size(); ++j) update_step(clipped[j], variables[active[j]], index[j], lr, step);
+  iterations_.value().data<int64_t>()[0] = step;
+}
+
+void Optimizer::clip_gradients(std::vector<Tensor>& grads) const {
+  if (options_.clipnorm && *options_.clipnorm > 0) {
+    const double limit = *options_.clipnorm;
+    for (Tensor& g : grads) {
+      const double norm = l2_norm(g);
+      if (!(norm <= limit)) g = scaled(g, limit / norm);  // NaN norms give NaN gradients, as in Keras
+    }
+  } else if (options_.global_clipnorm && *options_.global_clipnorm > 0) {
+    const double limit = *options_.global_clipnorm;
+    double sum = 0;
+    for (const Tensor& g : grads) sum += kernels::sum_of_squares(g.data<float>(), g.numel());
+    const double norm = std::sqrt(sum);
+    if (norm <= limit) return;
+    // Keras turns every gradient into NaN when the global norm is not finite.
+    const double factor = std::isfinite(norm) ? limit / norm : std::numeric_limits<double>::quiet_NaN();
+    for (Tensor& g : grads) g = scaled(g, factor);
+  } else if (options_.clipvalue && *options_.clipvalue > 0) {
+    const float limit = static_cast<float>(*options_.clipvalue);
+    for (Tensor& g : grads) {
+      Tensor out = Tensor::empty(g.shape(), kFloat32);
+      kernels::clip(g.data<float>(), out.data<float>(), g.numel(), limit);
+      g = out;
+    }
+  }
+}
+
+json Optimizer::get_config() const {
+  const json lr = learning_rate_.is_schedule() ? learning_rate_.schedule()->get_config() : json(learning_rate_.at(0));
+  return {{"name", name_},
+          {"learning_rate", lr},
+          {"weight_decay", optional_json(options_.weight_decay)},
+          {"clipnorm", optional_json(options_.clipnorm)},
+          {"global_clipnorm", optional_json(options_.global_clipnorm)},
+          {"clipvalue", optional_json(options_.clipvalue)}};
+}
+
+json Optimizer::to_config() const { return {{"class_name", class_name_}, {"config", get_config()}}; }
+
+}  // namespace chorus::optimizers

@@ -1,0 +1,39 @@
+#include "chorus/optimizers/sgd.h"
+
+#include "chorus/core/error.h"
+#include "chorus/optimizers/base_options.h"
+#include "chorus/optimizers/update_kernels.h"
+
+namespace chorus::optimizers {
+
+SGD::SGD(SGDOptions options)
+    : Optimizer("SGD", "sgd", std::move(options.learning_rate), base_options(options)),
+      momentum_(options.momentum),
+      nesterov_(options.nesterov) {
+  if (!(momentum_ >= 0 && momentum_ <= 1)) throw_error<ValueError>("sgd: expected momentum in [0, 1], got {}", momentum_);
+}
+
+void SGD::build_slots(const Variable& variable) {
+  if (momentum_ != 0) add_slot(variable, "momentum", 0.0);
+}
+
+void SGD::update_step(const Tensor& grad, const Variable& variable, size_t slot_index, double lr, int64_t /*step*/) {
+  const kernels::SgdArgs args{
+      .var = variable.value().data<float>(),
+      .momentum = momentum_ != 0 ? slots(slot_index)[0].value().data<float>() : nullptr,
+      .grad = grad.data<float>(),
+      .lr = static_cast<float>(lr),
+      .momentum_rate = static_cast<float>(momentum_),
+      .nesterov = nesterov_,
+  };
+  kernels::sgd(args, grad.numel());
+}
+
+nlohmann::json SGD::get_config() const {
+  nlohmann::json config = Optimizer::get_config();
+  config["momentum"] = momentum_;
+  config["nesterov"] = nesterov_;
+  return config;
+}
+
+}  // namespace chorus::optimizers

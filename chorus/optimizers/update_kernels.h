@@ -1,0 +1,100 @@
+// Internal to the optimizers: the fused update loops. Each optimizer's step is one pass
+// over a float32 variable, its slots and its gradient, vectorised per ISA (AVX-512, AVX2,
+// baseline, picked by backend/cpu/isa.h) and split across the intra-op threads. Chunks
+// are independent, so results do not depend on the thread count; the ISAs agree bit for
+// bit (no FMA contraction; sqrt and division are IEEE-exact). Stateless; thread-safe.
+#pragma once
+
+#include <cstdint>
+
+namespace chorus::optimizers::kernels {
+
+// Elements per parallel chunk: smaller chunks cost more in OpenMP start-up than they
+// gain (the MNIST MLP's largest variable, 784x256, gets about 12 chunks).
+inline constexpr int64_t kGrain = 16384;
+
+// SGD: without momentum var -= grad * lr; with it m = m * momentum - grad * lr, then
+// var += m (or, Nesterov, var += m * momentum - grad * lr).
+struct SgdArgs {
+  float* var;
+  float* momentum;  // nullptr when momentum_rate is 0
+  const float* grad;
+  float lr;
+  float momentum_rate;
+  bool nesterov;
+};
+
+// Adam: m += (g - m) * (1 - beta_1); v += (g^2 - v) * (1 - beta_2); with amsgrad
+// v_hat = max(v_hat, v) replaces v below; var -= m * alpha / (sqrt(v) + epsilon), where
+// alpha = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) is folded by the caller.
+struct AdamArgs {
+  float* var;
+  float* m;
+  float* v;
+  float* v_hat;  // nullptr unless amsgrad
+  const float* grad;
+  float one_minus_beta_1;
+  float one_minus_beta_2;
+  float alpha;
+  float epsilon;
+};
+
+// Adagrad: acc += g^2; var -= lr * g / sqrt(acc + epsilon).
+struct AdagradArgs {
+  float* var;
+  float* accumulator;
+  const float* grad;
+  float lr;
+  float epsilon;
+};
+
+// RMSprop: vel = rho * vel + (1 - rho) * g^2; centered: avg = rho * avg + (1 - rho) * g
+// and the denominator is vel - avg^2 + epsilon, else vel + epsilon; inc = lr * g /
+// sqrt(denominator); with momentum mom = momentum * mom + inc and var -= mom, else
+// var -= inc.
+struct RmspropArgs {
+  float* var;
+  float* velocity;
+  float* momentum;          // nullptr when momentum_rate is 0
+  float* average_gradient;  // nullptr unless centered
+  const float* grad;
+  float lr;
+  float rho;
+  float one_minus_rho;
+  float momentum_rate;
+  float epsilon;
+};
+
+// Each runs over elements [0, n) of the arrays in its arguments.
+void sgd(const SgdArgs& args, int64_t n);
+void adam(const AdamArgs& args, int64_t n);
+void adagrad(const AdagradArgs& args, int64_t n);
+void rmsprop(const RmspropArgs& args, int64_t n);
+
+// Keras's decoupled weight decay: var = var - var * wd * lr, in place.
+void weight_decay(float* var, int64_t n, float wd, float lr);
+// out = x * factor (clipnorm, global_clipnorm). out may equal x.
+void scale(const float* x, float* out, int64_t n, float factor);
+// out = clip(x, -limit, limit) (clipvalue). out may equal x.
+void clip(const float* x, float* out, int64_t n, float limit);
+// sum(x^2) accumulated in double, over fixed blocks of kGrain summed in order, so the
+// result is the same for every thread count.
+double sum_of_squares(const float* x, int64_t n);
+
+// The per-ISA loops: each runs over [begin, end). Defined in update_kernels_<isa>.cc.
+struct UpdateTable {
+  void (*sgd)(const SgdArgs& args, int64_t begin, int64_t end);
+  void (*adam)(const AdamArgs& args, int64_t begin, int64_t end);
+  void (*adagrad)(const AdagradArgs& args, int64_t begin, int64_t end);
+  void (*rmsprop)(const RmspropArgs& args, int64_t begin, int64_t end);
+  void (*weight_decay)(float* var, int64_t begin, int64_t end, float wd, float lr);
+  void (*scale)(const float* x, float* out, int64_t begin, int64_t end, float factor);
+  void (*clip)(const float* x, float* out, int64_t begin, int64_t end, float limit);
+  double (*sum_of_squares)(const float* x, int64_t begin, int64_t end);
+};
+
+const UpdateTable& baseline_update_table();
+const UpdateTable& avx2_update_table();
+const UpdateTable& avx512_update_table();
+
+}  // namespace chorus::optimizers::kernels

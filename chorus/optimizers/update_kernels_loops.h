@@ -1,0 +1,206 @@
+// The optimizer update loops, included once by each per-ISA file (update_kernels_<isa>.cc)
+// and compiled with that ISA's flags. Everything is in an unnamed namespace so each ISA's
+// copy has internal linkage (the linker never swaps an AVX-512 body into the baseline
+// path); for the same reason no std:: templates are called here. Loops that need sqrt
+// fill a small block buffer and take its root with sqrt_block's intrinsics, because
+// errno-setting sqrtf does not vectorise. Pure functions on disjoint ranges; thread-safe.
+#pragma once
+
+// No fused multiply-add contraction (GCC contracts a * b + c by default in C++ once -mfma
+// is on): every ISA then rounds each operation alike, and replicas or workers on
+// different CPUs apply the same all-reduced gradient to bit-identical weights. First in
+// the file, so every inline function included below gets the same options.
+#pragma GCC optimize("fp-contract=off")
+
+#include <cstdint>
+
+#include "chorus/backend/cpu/vector_math.h"
+#include "chorus/optimizers/update_kernels.h"
+
+namespace chorus::optimizers::kernels {
+namespace {
+
+using backend::cpu::sqrt_block;
+
+// Elements per sqrt block: 1 KiB of floats, so the block's slots stay in L1 between the
+// two passes over it.
+constexpr int64_t kBlock = 256;
+
+[[gnu::always_inline]] inline int64_t block_length(int64_t begin, int64_t end) {
+  return end - begin < kBlock ? end - begin : kBlock;
+}
+
+void sgd_loop(const SgdArgs& a, int64_t begin, int64_t end) {
+  float* __restrict var = a.var;
+  const float* __restrict g = a.grad;
+  const float lr = a.lr, mu = a.momentum_rate;
+  if (a.momentum == nullptr) {
+    for (int64_t i = begin; i < end; ++i) var[i] -= g[i] * lr;
+    return;
+  }
+  float* __restrict m = a.momentum;
+  if (a.nesterov) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float mi = m[i] * mu - g[i] * lr;
+      m[i] = mi;
+      var[i] += mi * mu - g[i] * lr;
+    }
+  } else {
+    for (int64_t i = begin; i < end; ++i) {
+      const float mi = m[i] * mu - g[i] * lr;
+      m[i] = mi;
+      var[i] += mi;
+    }
+  }
+}
+
+template <bool kAmsgrad>
+void adam_blocks(const AdamArgs& a, int64_t begin, int64_t end) {
+  float* __restrict var = a.var;
+  float* __restrict m = a.m;
+  float* __restrict v = a.v;
+  float* __restrict v_hat = a.v_hat;
+  const float* __restrict g = a.grad;
+  const float b1 = a.one_minus_beta_1, b2 = a.one_minus_beta_2, alpha = a.alpha, eps = a.epsilon;
+  alignas(64) float root[kBlock];
+  for (int64_t start = begin; start < end; start += kBlock) {
+    const int64_t n = block_length(start, end);
+    float* __restrict r = root;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t k = start + i;
+      const float gk = g[k];
+      const float mk = m[k] + (gk - m[k]) * b1;
+      const float vk = v[k] + (gk * gk - v[k]) * b2;
+      m[k] = mk;
+      v[k] = vk;
+      if constexpr (kAmsgrad) {
+        const float hk = v_hat[k] > vk ? v_hat[k] : vk;
+        v_hat[k] = hk;
+        r[i] = hk;
+      } else {
+        r[i] = vk;
+      }
+    }
+    sqrt_block(r, r, n);
+    for (int64_t i = 0; i < n; ++i) var[start + i] -= (m[start + i] * alpha) / (r[i] + eps);
+  }
+}
+
+void adam_loop(const AdamArgs& a, int64_t begin, int64_t end) {
+  if (a.v_hat != nullptr) {
+    adam_blocks<true>(a, begin, end);
+  } else {
+    adam_blocks<false>(a, begin, end);
+  }
+}
+
+void adagrad_loop(const AdagradArgs& a, int64_t begin, int64_t end) {
+  float* __restrict var = a.var;
+  float* __restrict acc = a.accumulator;
+  const float* __restrict g = a.grad;
+  const float lr = a.lr, eps = a.epsilon;
+  alignas(64) float root[kBlock];
+  for (int64_t start = begin; start < end; start += kBlock) {
+    const int64_t n = block_length(start, end);
+    float* __restrict r = root;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t k = start + i;
+      const float ak = acc[k] + g[k] * g[k];
+      acc[k] = ak;
+      r[i] = ak + eps;
+    }
+    sqrt_block(r, r, n);
+    for (int64_t i = 0; i < n; ++i) var[start + i] -= (lr * g[start + i]) / r[i];
+  }
+}
+
+template <bool kCentered, bool kMomentum>
+void rmsprop_blocks(const RmspropArgs& a, int64_t begin, int64_t end) {
+  float* __restrict var = a.var;
+  float* __restrict vel = a.velocity;
+  float* __restrict mom = a.momentum;
+  float* __restrict avg = a.average_gradient;
+  const float* __restrict g = a.grad;
+  const float lr = a.lr, rho = a.rho, one_minus_rho = a.one_minus_rho, mu = a.momentum_rate, eps = a.epsilon;
+  alignas(64) float root[kBlock];
+  for (int64_t start = begin; start < end; start += kBlock) {
+    const int64_t n = block_length(start, end);
+    float* __restrict r = root;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t k = start + i;
+      const float gk = g[k];
+      const float vk = rho * vel[k] + one_minus_rho * (gk * gk);
+      vel[k] = vk;
+      if constexpr (kCentered) {
+        const float ak = rho * avg[k] + one_minus_rho * gk;
+        avg[k] = ak;
+        r[i] = vk - ak * ak + eps;
+      } else {
+        r[i] = vk + eps;
+      }
+    }
+    sqrt_block(r, r, n);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t k = start + i;
+      const float increment = (lr * g[k]) / r[i];
+      if constexpr (kMomentum) {
+        const float mk = mu * mom[k] + increment;
+        mom[k] = mk;
+        var[k] -= mk;
+      } else {
+        var[k] -= increment;
+      }
+    }
+  }
+}
+
+void rmsprop_loop(const RmspropArgs& a, int64_t begin, int64_t end) {
+  const bool centered = a.average_gradient != nullptr, momentum = a.momentum != nullptr;
+  if (centered && momentum) {
+    rmsprop_blocks<true, true>(a, begin, end);
+  } else if (centered) {
+    rmsprop_blocks<true, false>(a, begin, end);
+  } else if (momentum) {
+    rmsprop_blocks<false, true>(a, begin, end);
+  } else {
+    rmsprop_blocks<false, false>(a, begin, end);
+  }
+}
+
+void weight_decay_loop(float* var_in, int64_t begin, int64_t end, float wd, float lr) {
+  float* __restrict var = var_in;
+  for (int64_t i = begin; i < end; ++i) var[i] = var[i] - var[i] * wd * lr;
+}
+
+// x and out may be the same array, so no __restrict here.
+void scale_loop(const float* x, float* out, int64_t begin, int64_t end, float factor) {
+  for (int64_t i = begin; i < end; ++i) out[i] = x[i] * factor;
+}
+
+void clip_loop(const float* x, float* out, int64_t begin, int64_t end, float limit) {
+  for (int64_t i = begin; i < end; ++i) {
+    const float lo = x[i] < -limit ? -limit : x[i];
+    out[i] = lo > limit ? limit : lo;
+  }
+}
+
+// Eight explicit double lanes: a vectorisable sum without reassociating one accumulator.
+double sum_of_squares_loop(const float* x_in, int64_t begin, int64_t end) {
+  const float* __restrict x = x_in;
+  double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) {
+    for (int l = 0; l < 8; ++l) lanes[l] += static_cast<double>(x[i + l]) * static_cast<double>(x[i + l]);
+  }
+  double total = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  for (; i < end; ++i) total += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  return total;
+}
+
+constexpr UpdateTable make_update_table() {
+  return UpdateTable{sgd_loop,          adam_loop, adagrad_loop, rmsprop_loop, weight_decay_loop,
+                     scale_loop,        clip_loop, sum_of_squares_loop};
+}
+
+}  // namespace
+}  // namespace chorus::optimizers::kernels

@@ -1,0 +1,51 @@
+// The Keras MNIST fault-tolerance tutorial
+// (../shared/seeds/keras-mirrored-strategy-mnist-fault-tolerance.txt) as functions, shared
+// by the `mnist_mlp` example, the `chorus train mnist-mlp` recipe and the tests.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "chorus/chorus.h"
+
+namespace chorus::examples {
+
+// The tutorial's get_compiled_model(): MLP 784-256-256-10, Adam, sparse categorical
+// cross-entropy from logits, sparse categorical accuracy.
+std::unique_ptr<models::Model> get_compiled_model();
+
+struct MnistDatasets {
+  data::Dataset train, val, test;
+};
+// The tutorial's get_dataset(): 10,000 random training images (chosen with `seed`) are the
+// validation set, the other 50,000 train in their original order; pixels flattened to
+// 784 raw 0-255 floats (divided by 255 with `normalize`).
+MnistDatasets get_dataset(const std::string& dir, int64_t batch_size = 64, bool normalize = false,
+                          uint64_t seed = 42);
+
+// The latest "ckpt-<epoch>.keras" in `checkpoint_dir` with its epoch, or {"", 0}.
+std::pair<std::string, int> latest_checkpoint(const std::string& checkpoint_dir);
+
+struct MnistTutorialOptions {
+  std::string data_dir = datasets::fashion_mnist::kDebianDir;  // MNIST's or Fashion-MNIST's IDX files
+  int epochs = 2;
+  int64_t batch_size = 64;
+  bool normalize = false;
+  int verbose = 1;
+  // Saves ckpt-<epoch>.keras there every epoch and, on start, restores the latest one
+  // and continues from its epoch (make_or_restore_model). Empty: no checkpoints.
+  std::string checkpoint_dir;
+  uint64_t seed = 42;
+};
+
+struct MnistTutorialResult {
+  models::History history;
+  models::Logs test_logs;
+  std::string restored_from;  // the checkpoint training resumed from, if any
+};
+
+// Builds or restores the model, fits it (validating every epoch), evaluates on the test set.
+MnistTutorialResult run_mnist_tutorial(const MnistTutorialOptions& options);
+
+}  // namespace chorus::examples

@@ -1,0 +1,98 @@
+#include "chorus/layers/registry.h"
+
+#include "chorus/layers/layers.h"
+#include "chorus/ops/ops.h"
+#include "tests/testing/test_util.h"
+
+namespace chorus::layers {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+TEST(LayerRegistryTest, BuildsEveryBuiltInFromItsConfig) {
+  const std::vector<std::shared_ptr<Layer>> originals = {
+      std::make_shared<Dense>(3, DenseOptions{.activation = "relu"}),
+      std::make_shared<Embedding>(10, 4),
+      std::make_shared<Dropout>(0.3, DropoutOptions{.seed = 1}),
+      std::make_shared<Activation>("tanh"),
+      std::make_shared<Flatten>(),
+      std::make_shared<Reshape>(std::vector<int64_t>{2, -1}),
+      std::make_shared<LayerNormalization>(),
+      std::make_shared<BatchNormalization>(),
+      std::make_shared<Concatenate>(),
+      std::make_shared<Add>(),
+      std::make_shared<InputLayer>(Shape{784}),
+  };
+  for (const auto& layer : originals) {
+    const auto clone = layer_from_config(serialize_layer(*layer));
+    EXPECT_EQ(clone->class_name(), layer->class_name());
+    EXPECT_EQ(clone->name(), layer->name());
+    EXPECT_EQ(clone->get_config(), layer->get_config()) << layer->class_name();
+  }
+}
+
+TEST(LayerRegistryTest, ReadsKerasSerialisedLayers) {
+  // As keras.saving.serialize_keras_object writes a Dense (extra keys are ignored).
+  const auto layer = layer_from_config(nlohmann::json::parse(R"({
+      "module": "keras.layers", "class_name": "Dense", "registered_name": null,
+      "config": {"name": "dense_7", "trainable": false, "dtype": "float32", "units": 10, "activation": "softmax",
+                 "use_bias": true, "kernel_initializer": {"module": "keras.initializers", "class_name": "GlorotUniform",
+                 "config": {"seed": null}, "registered_name": null},
+                 "bias_initializer": {"module": "keras.initializers", "class_name": "Zeros", "config": {},
+                 "registered_name": null}, "kernel_regularizer": null, "bias_regularizer": null,
+                 "kernel_constraint": null, "bias_constraint": null}})"));
+  const auto* dense = dynamic_cast<const Dense*>(layer.get());
+  ASSERT_NE(dense, nullptr);
+  EXPECT_EQ(dense->name(), "dense_7");
+  EXPECT_EQ(dense->units(), 10);
+  EXPECT_EQ(dense->activation().name(), "softmax");
+  EXPECT_FALSE(dense->trainable());
+}
+
+class Scale : public Layer {
+ public:
+  explicit Scale(double factor, std::string name = "") : Layer("Scale", std::move(name)), factor_(factor) {}
+  nlohmann::json get_config() const override {
+    auto config = Layer::get_config();
+    config["factor"] = factor_;
+    return config;
+  }
+  double factor() const { return factor_; }
+
+ protected:
+  Tree call(const Tree& inputs, bool) override { return inputs.tensor() * factor_; }
+
+ private:
+  double factor_;
+};
+
+TEST(LayerRegistryTest, UsersRegisterTheirOwnClasses) {
+  register_layer("Scale", [](const nlohmann::json& config) {
+    return std::make_shared<Scale>(config.at("factor").get<double>(), config.value("name", ""));
+  });
+  const auto names = registered_layers();
+  EXPECT_NE(std::find(names.begin(), names.end(), "Scale"), names.end());
+  const auto layer = layer_from_config(serialize_layer(Scale(2.5, "s")));
+  EXPECT_EQ(dynamic_cast<const Scale&>(*layer).factor(), 2.5);
+  EXPECT_EQ(layer->name(), "s");
+}
+
+TEST(LayerRegistryTest, Errors) {
+  EXPECT_THAT(
+      [] { layer_from_config(nlohmann::json::parse(R"({"class_name": "Conv2D", "config": {}})")); },
+      ThrowsMessage<ValueError>(HasSubstr(
+          "layer_from_config: unknown layer class 'Conv2D'. Known classes: Activation, Add, BatchNormalization, "
+          "Concatenate, Dense, Dropout, Embedding, Flatten, InputLayer, LayerNormalization")));
+  EXPECT_THAT(
+      [] { layer_from_config(nlohmann::json::parse(R"({"config": {}})")); },
+      ThrowsMessage<ValueError>(HasSubstr("layer_from_config: expected {\"class_name\": ..., \"config\": {...}}")));
+  EXPECT_THAT([] { register_layer("", [](const nlohmann::json&) { return std::shared_ptr<Layer>(); }); },
+              ThrowsMessage<ValueError>(HasSubstr("register_layer: expected a class name, got an empty string")));
+  EXPECT_THAT(
+      [] { register_layer("Nothing", nullptr); },
+      ThrowsMessage<ValueError>(HasSubstr("register_layer: expected a factory for 'Nothing', got an empty function")));
+}
+
+}  // namespace
+}  // namespace chorus::layers
