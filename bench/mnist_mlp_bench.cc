@@ -9,8 +9,9 @@
 //                fit in the same run; target limit/achieved >= 0.7.
 //   breakdown    where a step's time goes (data, forward+loss, backward, optimizer,
 //                metrics), from a hand-written copy of Model::train_step, per batch size.
-//   rss          (--rss only) peak RSS after one full epoch, for machines without
-//                /usr/bin/time (the wrapper measures the mnist_mlp example otherwise).
+//   rss          (--rss only) peak and current RSS after each stage of the tutorial
+//                (load, get_dataset, one epoch, evaluate); the wrapper also measures
+//                the whole mnist_mlp example with /usr/bin/time.
 // Usage: mnist_mlp_bench [--data DIR] [--steps N] [--repeats R] [--rss] [NAME=S1,S2,...]...
 // where NAME=S1,... are PyTorch steps/s samples of one configuration ("t1=226,230,224").
 // Single-threaded driver; one JSON line per measurement (bench_util.h emit).
@@ -328,22 +329,41 @@ void bench_breakdown(const data::Dataset& train, int64_t batch, int64_t steps, i
                {"steps", done}, {"step_ms", step / static_cast<double>(done) * 1e3}, {"parts", parts}});
 }
 
-// --- rss: peak RSS after a full epoch (for machines without /usr/bin/time) ---------------
+// --- rss: peak RSS by stage (for machines without /usr/bin/time, and to see where the
+// example's memory goes) ------------------------------------------------------------------
 
-double vm_hwm_mb() {
+// VmHWM (peak) and VmRSS (now) of this process, in MB.
+std::pair<double, double> rss_mb() {
   std::ifstream status("/proc/self/status");
+  double hwm = -1, rss = -1;
   for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;  // kB
+    if (line.rfind("VmHWM:", 0) == 0) hwm = std::atof(line.c_str() + 6) / 1024.0;  // kB
+    if (line.rfind("VmRSS:", 0) == 0) rss = std::atof(line.c_str() + 6) / 1024.0;
   }
-  return -1;
+  return {hwm, rss};
 }
 
 void bench_rss(const Args& args) {
+  nlohmann::json stages = nlohmann::json::array();
+  auto stage = [&](const std::string& name) {
+    const auto [hwm, rss] = rss_mb();
+    stages.push_back({{"after", name}, {"peak_mb", hwm}, {"rss_mb", rss},
+                      {"allocator_cache_mb", static_cast<double>(cached_host_bytes()) / (1 << 20)}});
+  };
+  stage("start");
+  {
+    const Tree train = datasets::mnist::load_data(args.data_dir, datasets::Split::kTrain);
+    stage("mnist::load_data(train) alone");
+  }
   examples::MnistDatasets data = examples::get_dataset(args.data_dir, 64);
+  stage("get_dataset");
   auto model = examples::get_compiled_model();
   model->fit(data.train, {.epochs = 1, .verbose = 0, .validation_data = data.val});
-  bench::emit({{"bench", "mnist_mlp"}, {"case", "peak_rss_in_bench"}, {"max_rss_mb", vm_hwm_mb()},
-               {"target_mb", 300}, {"note", "one full epoch with validation, inside the bench process"}});
+  stage("fit 1 epoch + validation");
+  model->evaluate(data.test, {.verbose = 0});
+  stage("evaluate");
+  bench::emit({{"bench", "mnist_mlp"}, {"case", "peak_rss_in_bench"}, {"max_rss_mb", rss_mb().first},
+               {"target_mb", 300}, {"stages", stages}});
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ namespace chorus::metrics {
 
 class Metric {
  public:
-  Metric(std::string name, size_t state_size) : name_(std::move(name)), state_(state_size, 0.0) {}
+  Metric(std::string name, size_t state_size) : state_(state_size, 0.0), name_(std::move(name)) {}
   virtual ~Metric() = default;
 
   const std::string& name() const { return name_; }
