@@ -25,8 +25,9 @@ class MonitorCallback : public models::Callback {
   std::optional<double> best() const { return best_; }
 
  protected:
-  // `class_name` ("EarlyStopping") names the callback in messages. Throws ValueError
-  // when `mode` is kAuto and the direction of `monitor` cannot be inferred.
+  // `class_name` ("EarlyStopping") names the callback in messages. Throws ValueError for
+  // a `mode` outside the enum, or when it is kAuto and the direction of `monitor` cannot
+  // be inferred (Keras raises the same, at the first epoch end).
   MonitorCallback(std::string class_name, std::string monitor, Mode mode, std::optional<double> best,
                   double min_delta);
 

@@ -16,7 +16,6 @@
 #include "chorus/io/atomic_file.h"
 
 #include <fcntl.h>
-#include <fmt/format.h>
 #include <stdio.h>  // renameat2
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,6 +25,8 @@
 #include <random>
 #include <string>
 #include <system_error>
+
+#include <fmt/format.h>
 
 #include "chorus/core/error.h"
 

@@ -16,7 +16,8 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
 std::string read_file(const std::filesystem::path& path);
 
 // Builds a directory under a temporary name; commit() swaps it in for `path` (an old
-// directory at `path` is renamed aside first and removed after the swap). Destroying an
+// directory at `path` is swapped out in one renameat2(RENAME_EXCHANGE), or renamed aside
+// where the file system cannot, and removed after the swap). Destroying an
 // uncommitted AtomicDirectory removes the temporary. Not thread-safe.
 class AtomicDirectory {
  public:

@@ -16,7 +16,6 @@
 #include "chorus/io/safetensors.h"
 
 #include <fcntl.h>
-#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,10 +24,12 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <unordered_set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "chorus/io/atomic_file.h"
 

@@ -129,11 +129,8 @@ void Progbar::update(int64_t current, const Logs& values, bool finalize) {
   const double time_per_unit = estimate_step_duration(current, now);
   if (options_.verbose == 1) {
     if (now - last_update_ < options_.interval && !finalize) return;
-    if (options_.interactive) {
-      draw_bar_line(current, now, time_per_unit, finalize);
-    } else if (finalize) {
-      draw_bar_line(current, now, time_per_unit, finalize);
-    }
+    // Off a terminal a redrawn line would pile up, so only the final one is written.
+    if (options_.interactive || finalize) draw_bar_line(current, now, time_per_unit, finalize);
   } else if (options_.verbose == 2) {
     if (finalize && options_.target > 0) draw_summary_line(current, now, time_per_unit);
   }

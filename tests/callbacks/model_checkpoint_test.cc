@@ -39,8 +39,8 @@ TEST_F(ModelCheckpointTest, FormatsTheFilepathLikePython) {
             at("ckpt-03-0.1235.keras"));
   ModelCheckpoint batches(at("e{epoch}-b{batch:03d}"), {.save_freq = 5});
   EXPECT_EQ(batches.format_filepath(0, 4, {}), at("e1-b005"));
-  // A "batch" in the logs is used as is (Keras).
-  EXPECT_EQ(batches.format_filepath(0, 4, {{"batch", 7.0}}), at("e1-b007"));
+  // A "batch" in the logs is used as is (Keras): a float.
+  EXPECT_EQ(ModelCheckpoint(at("b{batch}"), {.save_freq = 5}).format_filepath(0, 4, {{"batch", 7.0}}), at("b7.0"));
   EXPECT_THAT([&] { batches.format_filepath(0, std::nullopt, {{"loss", 1.0}}); },
               ThrowsMessage<ValueError>(HasSubstr("ModelCheckpoint: filepath: failed to format \"" + at("e{epoch}-b{batch:03d}") +
                                                   "\": no value named 'batch'; the values are: epoch, loss")));

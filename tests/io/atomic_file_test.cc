@@ -1,9 +1,5 @@
 #include "chorus/io/atomic_file.h"
 
-#include <fmt/format.h>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +7,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include "chorus/core/error.h"
 #include "tests/testing/temp_dir.h"

@@ -1,14 +1,15 @@
 #include "chorus/io/safetensors.h"
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <bit>
 #include <cstring>
 #include <filesystem>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <string>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "chorus/core/creation.h"
 #include "chorus/io/atomic_file.h"
