@@ -73,6 +73,7 @@ std::pair<std::string, int> latest_checkpoint(const std::string& checkpoint_dir)
 }
 
 MnistTutorialResult run_mnist_tutorial(const MnistTutorialOptions& options) {
+  layers::set_random_seed(options.seed);  // the same initial weights every run
   MnistDatasets data = get_dataset(options.data_dir, options.batch_size, options.normalize, options.seed);
   MnistTutorialResult result;
   // make_or_restore_model(): either restore the latest model, or create a fresh one.

@@ -42,7 +42,7 @@ TEST_F(FitTest, EpochLossIsTheExampleWeightedMeanOfBatchLosses) {
   losses::SparseCategoricalCrossentropy loss;
   double expected = 0;
   for (auto [b, e] : {std::pair{0, 4}, {4, 8}, {8, 10}}) {
-    Tensor logits = (*model)(data.x.first_axis_slice(b, e)).tensor();
+    Tensor logits = (*model)(data.x.first_axis_slice(b, e));
     expected += loss(data.y.first_axis_slice(b, e), ops::softmax(logits, -1)).item<float>() * (e - b);
   }
   History h = model->fit(data.x, data.y, {.batch_size = 4, .verbose = 0, .shuffle = false});
@@ -77,7 +77,7 @@ TEST_F(FitTest, PredictReturnsOutputsInInputOrder) {
   auto model = testing::small_mlp();
   Tensor x = testing::random_tensor({10, 4}, 5);
   Tree out = model->predict(x, {.batch_size = 3});
-  EXPECT_TRUE(testing::tensors_near(out.tensor(), (*model)(x).tensor(), 1e-6, 1e-6));
+  EXPECT_TRUE(testing::tensors_near(out.tensor(), (*model)(x), 1e-6, 1e-6));
 }
 
 // The retrieval model of DESIGN.md §1, written by subclassing.

@@ -31,7 +31,7 @@ TEST_F(FunctionalTest, TutorialMlpHasKerasNamesShapesAndParameterCount) {
   for (const auto& v : model.weights()) paths.push_back(v.path());
   EXPECT_EQ(paths, (std::vector<std::string>{"dense/kernel", "dense/bias", "dense_1/kernel", "dense_1/bias",
                                              "dense_2/kernel", "dense_2/bias"}));
-  Tensor y = model(testing::random_tensor({5, 784}, 1)).tensor();
+  Tensor y = model(testing::random_tensor({5, 784}, 1));
   EXPECT_EQ(y.shape(), (Shape{5, 10}));
 }
 
@@ -77,7 +77,7 @@ TEST_F(FunctionalTest, SharedLayerReusesItsWeights) {
   Model model(a, y);
   EXPECT_EQ(model.weights().size(), 2u);
   Tensor x = testing::random_tensor({2, 3}, 3);
-  EXPECT_TRUE(testing::tensors_near(model(x).tensor(), shared(shared(x)), 0, 0));
+  EXPECT_TRUE(testing::tensors_near(model(x), shared(shared(x)), 0, 0));
 }
 
 TEST_F(FunctionalTest, WrongInputShapeNamesModelAndShapes) {
@@ -107,13 +107,13 @@ TEST_F(FunctionalTest, SequentialMatchesFunctionalWithSameWeights) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) b[i].assign(a[i].value());
   Tensor x = testing::random_tensor({5, 4}, 9);
-  EXPECT_TRUE(testing::tensors_near(seq(x).tensor(), (*functional)(x).tensor(), 0, 0));
+  EXPECT_TRUE(testing::tensors_near(seq(x), (*functional)(x), 0, 0));
 }
 
 TEST_F(FunctionalTest, SequentialWithoutInputBuildsOnFirstCall) {
   Sequential seq({layers::Dense(8), layers::Dense(3)});
   EXPECT_EQ(seq.weights().size(), 0u);
-  EXPECT_EQ(seq(testing::random_tensor({2, 5}, 1)).tensor().shape(), (Shape{2, 3}));
+  EXPECT_EQ(seq(testing::random_tensor({2, 5}, 1)).shape(), (Shape{2, 3}));
   EXPECT_EQ(seq.count_params(), 5 * 8 + 8 + 8 * 3 + 3);
   EXPECT_THAT([&] { seq.add(layers::InputLayer({3})); }, ThrowsMessage<ValueError>(HasSubstr("can only be the first layer")));
 }
