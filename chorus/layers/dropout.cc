@@ -1,5 +1,8 @@
 #include "chorus/layers/dropout.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/core/creation.h"
 #include "chorus/layers/layer_util.h"
@@ -16,18 +19,19 @@ std::string dims_string(const std::vector<int64_t>& dims) {
 
 // A mask of `shape` in `dtype`: 0 with probability `rate`, else 1 / (1 - rate). Element
 // i is decided by word i % 4 of Philox block i / 4 under `key`, so the mask does not
-// depend on the thread count.
+// depend on the thread count. Branch-free: a data-dependent branch here mispredicts
+// half the time at rate 0.5.
 template <class T>
 void fill_mask(T* out, int64_t n, uint64_t key, double rate) {
-  const float keep_scale = static_cast<float>(1.0 / (1.0 - rate));
-  // u = bits / 2^24 < rate  <=>  bits < rate * 2^24.
-  const double threshold = rate * 16777216.0;
+  const float keep_scale = rate >= 1 ? 0.0f : static_cast<float>(1.0 / (1.0 - rate));  // 0, not 0 * inf
+  // With u = k / 2^24 for the top 24 bits k of a word: u < rate  <=>  k < ceil(rate * 2^24).
+  const uint32_t threshold = static_cast<uint32_t>(std::ceil(rate * 16777216.0));
   backend::cpu::parallel_for((n + 3) / 4, 4096, [&](int64_t begin, int64_t end) {
     for (int64_t block = begin; block < end; ++block) {
       const auto words = philox4x32(key, static_cast<uint64_t>(block));
-      for (int64_t w = 0; w < 4 && block * 4 + w < n; ++w) {
-        const bool drop = static_cast<double>(words[w] >> 8) < threshold;
-        out[block * 4 + w] = static_cast<T>(drop ? 0.0f : keep_scale);
+      const int64_t count = std::min<int64_t>(4, n - block * 4);
+      for (int64_t w = 0; w < count; ++w) {
+        out[block * 4 + w] = static_cast<T>(static_cast<float>((words[w] >> 8) >= threshold) * keep_scale);
       }
     }
   });

@@ -202,7 +202,11 @@ Initializer Initializer::from_config(const nlohmann::json& config) {
     for (const auto& [name, make] : class_table()) names += (names.empty() ? "" : ", ") + name;
     throw_error<ValueError>("Unknown initializer class '{}'. Expected one of: {}", class_name, names);
   }
-  return it->second(config.value("config", nlohmann::json::object()));
+  try {
+    return it->second(config.value("config", nlohmann::json::object()));
+  } catch (const nlohmann::json::exception& e) {  // a value of the wrong JSON type
+    throw_error<ValueError>("Initializer: bad config for {}: {}. Received: {}", class_name, e.what(), config.dump());
+  }
 }
 
 void set_random_seed(uint64_t seed) {

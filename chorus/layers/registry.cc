@@ -74,7 +74,11 @@ std::shared_ptr<Layer> layer_from_config(const nlohmann::json& config) {
     throw_error<ValueError>("layer_from_config: unknown layer class '{}'. Known classes: {}", class_name, known);
   }
   // The factory runs outside the lock: it may construct layers that look up others.
-  return factory(config.value("config", nlohmann::json::object()));
+  try {
+    return factory(config.value("config", nlohmann::json::object()));
+  } catch (const nlohmann::json::exception& e) {  // a value of the wrong JSON type
+    throw_error<ValueError>("layer_from_config: bad config for {}: {}", class_name, e.what());
+  }
 }
 
 nlohmann::json serialize_layer(const Layer& layer) {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "chorus/layers/input_layer.h"
 #include "chorus/models/model.h"
 
 namespace chorus::models {
@@ -79,7 +80,14 @@ void Model::summary(std::ostream& out) const {
   const auto& rows = layers();
   for (size_t i = 0; i < rows.size(); ++i) {
     const layers::Layer& layer = *rows[i];
-    s << row("│", layer.name() + " (" + layer.class_name() + ")", shape_text(layer.output_shapes()),
+    std::vector<Shape> shapes = layer.output_shapes();
+    if (const auto* input = dynamic_cast<const layers::InputLayer*>(&layer)) {
+      Shape batched{0};
+      for (int64_t d : input->shape()) batched.push_back(d);
+      batched[0] = -1;  // None
+      shapes = {batched};
+    }
+    s << row("│", layer.name() + " (" + layer.class_name() + ")", shape_text(shapes),
              with_commas(layer.count_params()));
     s << (i + 1 < rows.size() ? rule("├", "─", "┼", "┤") : rule("└", "─", "┴", "┘"));
   }

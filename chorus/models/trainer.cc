@@ -126,7 +126,7 @@ static Tensor scalar_loss(const Tensor& loss) { return loss.rank() == 0 ? loss :
 
 Logs Model::train_step(const Tree& batch) {
   auto [x, y, sample_weight] = unpack(batch);
-  std::vector<Variable> variables = trainable_weights();
+  std::vector<Variable> variables;
   Tree y_pred;
   Tensor loss;
   std::vector<Tensor> grads;
@@ -134,6 +134,8 @@ Logs Model::train_step(const Tree& batch) {
     autograd::GradientTape tape;
     y_pred = (*this)(x, /*training=*/true);
     loss = scalar_loss(compute_loss(x, y, y_pred, sample_weight));
+    // After the forward pass: a subclassed model's layers build on their first call.
+    variables = trainable_weights();
     std::vector<Tensor> sources(variables.begin(), variables.end());
     grads = tape.gradient(loss, sources);
   }

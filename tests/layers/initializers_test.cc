@@ -181,6 +181,11 @@ TEST(InitializersTest, Errors) {
       [] { Initializer::from_config(nlohmann::json::parse(R"({"class_name": "HeNormal", "config": {"seed": "x"}})")); },
       ThrowsMessage<ValueError>(HasSubstr("expected an integer seed or null. Received: seed=\"x\"")));
   EXPECT_THAT(
+      [] {
+        Initializer::from_config(nlohmann::json::parse(R"({"class_name": "Constant", "config": {"value": "x"}})"));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("Initializer: bad config for Constant:")));
+  EXPECT_THAT(
       [] { initializers::random_uniform(1, 1); },
       ThrowsMessage<ValueError>(HasSubstr("RandomUniform: expected minval < maxval. Received: minval=1, maxval=1")));
   EXPECT_THAT([] { initializers::random_normal(0, -1); },

@@ -87,6 +87,12 @@ TEST(LayerRegistryTest, Errors) {
   EXPECT_THAT(
       [] { layer_from_config(nlohmann::json::parse(R"({"config": {}})")); },
       ThrowsMessage<ValueError>(HasSubstr("layer_from_config: expected {\"class_name\": ..., \"config\": {...}}")));
+  EXPECT_THAT(
+      [] {
+        layer_from_config(
+            nlohmann::json::parse(R"({"class_name": "Dropout", "config": {"rate": 0.5, "noise_shape": ["x"]}})"));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("layer_from_config: bad config for Dropout:")));
   EXPECT_THAT([] { register_layer("", [](const nlohmann::json&) { return std::shared_ptr<Layer>(); }); },
               ThrowsMessage<ValueError>(HasSubstr("register_layer: expected a class name, got an empty string")));
   EXPECT_THAT(
