@@ -29,7 +29,7 @@ Tensor rows(const Tensor& t, const std::vector<int32_t>& indices) {
 
 }  // namespace
 
-MnistDatasets get_dataset(const std::string& dir, int64_t batch_size, bool normalize, uint64_t seed) {
+MnistDatasets get_dataset(const std::string& dir, int64_t batch_size, bool normalize, uint64_t seed, bool shuffle) {
   Tree train = datasets::mnist::load_data(dir, datasets::Split::kTrain);
   Tree test = datasets::mnist::load_data(dir, datasets::Split::kTest);
   auto flatten = [&](const Tensor& images) {
@@ -54,7 +54,9 @@ MnistDatasets get_dataset(const std::string& dir, int64_t batch_size, bool norma
   auto batched = [&](const Tensor& x, const Tensor& y) {
     return data::Dataset::from_tensor_slices(Tree::list({x, y})).batch(batch_size);
   };
-  return {batched(rows(x_train, keep), rows(y_train, keep)), batched(rows(x_train, val), rows(y_train, val)),
+  data::Dataset train_set = data::Dataset::from_tensor_slices(Tree::list({rows(x_train, keep), rows(y_train, keep)}));
+  if (shuffle) train_set = train_set.shuffle(static_cast<int64_t>(keep.size()), seed);
+  return {train_set.batch(batch_size), batched(rows(x_train, val), rows(y_train, val)),
           batched(flatten(test[0].tensor()), test[1].tensor())};
 }
 
@@ -74,7 +76,8 @@ std::pair<std::string, int> latest_checkpoint(const std::string& checkpoint_dir)
 
 MnistTutorialResult run_mnist_tutorial(const MnistTutorialOptions& options) {
   layers::set_random_seed(options.seed);  // the same initial weights every run
-  MnistDatasets data = get_dataset(options.data_dir, options.batch_size, options.normalize, options.seed);
+  MnistDatasets data =
+      get_dataset(options.data_dir, options.batch_size, options.normalize, options.seed, options.shuffle);
   MnistTutorialResult result;
   // make_or_restore_model(): either restore the latest model, or create a fresh one.
   std::unique_ptr<models::Model> model;

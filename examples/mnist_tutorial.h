@@ -21,8 +21,9 @@ struct MnistDatasets {
 // The tutorial's get_dataset(): 10,000 random training images (chosen with `seed`) are the
 // validation set, the other 50,000 train in their original order; pixels flattened to
 // 784 raw 0-255 floats (divided by 255 with `normalize`).
+// With `shuffle` the training set is reshuffled every epoch (the tutorial does not).
 MnistDatasets get_dataset(const std::string& dir, int64_t batch_size = 64, bool normalize = false,
-                          uint64_t seed = 42);
+                          uint64_t seed = 42, bool shuffle = false);
 
 // The latest "ckpt-<epoch>.keras" in `checkpoint_dir` with its epoch, or {"", 0}.
 std::pair<std::string, int> latest_checkpoint(const std::string& checkpoint_dir);
@@ -32,6 +33,10 @@ struct MnistTutorialOptions {
   int epochs = 2;
   int64_t batch_size = 64;
   bool normalize = false;
+  // Reshuffles the training set each epoch. The tutorial does not; without it, MNIST's
+  // stored order caps normalised-pixel test accuracy near 0.967 (PyTorch's peer run
+  // gets 0.9667 the same way).
+  bool shuffle = false;
   int verbose = 1;
   // Saves ckpt-<epoch>.keras there every epoch and, on start, restores the latest one
   // and continues from its epoch (make_or_restore_model). Empty: no checkpoints.

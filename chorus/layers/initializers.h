@@ -1,7 +1,8 @@
 // Initializer: how a layer fills a new weight (Keras's initializers, same names and
 // defaults). A small value type; calling it from several threads is safe. Unseeded
 // initializers draw from the process-wide seed stream that set_random_seed() restarts
-// (keras.utils.set_random_seed), so a program that sets a seed builds the same weights.
+// (keras.utils.set_random_seed); its default seed is 1337, so a program builds the same
+// weights run to run even without setting one.
 #pragma once
 
 #include <cstdint>

@@ -20,10 +20,10 @@ void add_train_command(CLI::App& app) {
   mnist->add_option("--checkpoint-dir", options->checkpoint_dir,
                     "Save ckpt-<epoch>.keras here every epoch and resume from the latest one");
   mnist->add_flag("--normalize", options->normalize, "Divide pixels by 255 (the tutorial trains on raw 0-255)");
+  mnist->add_flag("--shuffle", options->shuffle, "Reshuffle the training set every epoch (the tutorial does not)");
   mnist->add_option("--verbose", options->verbose, "0 silent, 1 progress bar, 2 one line per epoch");
   mnist->add_option("--seed", options->seed, "Seed of the validation split and the initial weights");
   mnist->callback([options] {
-    layers::set_random_seed(options->seed);
     examples::get_compiled_model()->summary();
     layers::Layer::reset_names();
     examples::run_mnist_tutorial(*options);
