@@ -1,8 +1,11 @@
 // MNIST MLP training (the Keras tutorial's model and pipeline, examples/mnist_tutorial.h)
 // against two references measured in the same run:
 //   b64          model->fit steps/s at batch 64, on 2 (default) and 1 intra-op threads,
-//                against PyTorch's steps/s per thread setting, measured by
+//                against PyTorch's steps/s per configuration, measured by
 //                bench/run_mnist_mlp just before and passed here; target >= 3x the best.
+//                ratio_to_torch_best_threads: against the best of the plain thread
+//                settings (t1, t2: the reference); ratio_to_torch_best: against
+//                the best of all, flush-to-zero ones (*_ftz) included.
 //   b1024        fit step time at batch 1024 against the matmul-bound limit: the summed
 //                time of direct oneDNN primitives for exactly the step's matmuls (forward
 //                of 3 layers, dW of 3, dX of layers 2 and 3), sampled alternately with
@@ -13,7 +16,8 @@
 //   rss          (--rss only) peak and current RSS after each stage of the tutorial
 //                (load, get_dataset, one epoch, evaluate); the wrapper also measures
 //                the whole mnist_mlp example with /usr/bin/time.
-// Usage: mnist_mlp_bench [--data DIR] [--steps N] [--repeats R] [--rss] [NAME=S1,S2,...]...
+// Usage: mnist_mlp_bench [--data DIR] [--steps N] [--repeats R] [--rss] [--torch-blas WHAT]
+//                        [NAME=S1,S2,...]...
 // where NAME=S1,... are PyTorch steps/s samples of one configuration ("t1=226,230,224").
 // Single-threaded driver; one JSON line per measurement (bench_util.h emit).
 #include <algorithm>
@@ -32,10 +36,7 @@
 #include "bench/bench_util.h"
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
-// The bench targets link only `chorus` (CMakeLists.txt), not `chorus_examples`, so the
-// tutorial's functions are compiled into this binary. Once the bench loop links
-// chorus_examples, include "examples/mnist_tutorial.h" instead.
-#include "examples/mnist_tutorial.cc"
+#include "examples/mnist_tutorial.h"
 
 namespace chorus {
 namespace {
@@ -65,6 +66,7 @@ struct Args {
   int64_t steps = 600;  // batch-64 steps per timed fit (an epoch has 781 full batches)
   int repeats = 5;
   bool rss = false;
+  std::string torch_blas;  // which BLAS PyTorch loaded (the wrapper finds out)
   std::map<std::string, std::vector<double>> torch;  // config -> steps/s samples
 };
 
@@ -93,6 +95,8 @@ Args parse_args(int argc, char** argv) {
       args.steps = std::atoll(argv[++i]);
     } else if (a == "--repeats" && i + 1 < argc) {
       args.repeats = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--torch-blas" && i + 1 < argc) {
+      args.torch_blas = argv[++i];
     } else if (a == "--rss") {
       args.rss = true;
     } else if (const auto eq = a.find('='); eq != std::string::npos) {
@@ -145,6 +149,7 @@ void report_b64(const Args& args, const FitRunner& runner, const std::vector<dou
       if (config.find("ftz") == std::string::npos) best_no_ftz = std::max(best_no_ftz, m);
     }
     record["torch"] = torch;
+    record["torch_blas"] = args.torch_blas;
     record["torch_best_config"] = best_config;
     record["ratio_to_torch_best"] = steps_per_s / best;
     // The brief's reference (thread settings only, PyTorch's default denormal handling).

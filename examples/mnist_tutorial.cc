@@ -1,6 +1,7 @@
 #include "examples/mnist_tutorial.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <regex>
@@ -27,16 +28,35 @@ Tensor rows(const Tensor& t, const std::vector<int32_t>& indices) {
   return ops::take(t, from_values<int32_t>(indices, Shape{static_cast<int64_t>(indices.size())}), 0);
 }
 
+// Moves rows `keep` (sorted, distinct) of `t` to its front in order, in place, and
+// returns a view of them: each row moves to an index at or below its own.
+Tensor keep_rows_in_place(const Tensor& t, const std::vector<int32_t>& keep) {
+  const size_t row_bytes = t.nbytes() / static_cast<size_t>(t.dim(0));
+  auto* base = static_cast<char*>(t.raw_data());
+  for (size_t i = 0; i < keep.size(); ++i) {
+    std::memmove(base + i * row_bytes, base + static_cast<size_t>(keep[i]) * row_bytes, row_bytes);
+  }
+  return t.first_axis_slice(0, static_cast<int64_t>(keep.size()));
+}
+
 }  // namespace
 
 MnistDatasets get_dataset(const std::string& dir, int64_t batch_size, bool normalize, uint64_t seed, bool shuffle) {
-  Tree train = datasets::mnist::load_data(dir, datasets::Split::kTrain);
-  Tree test = datasets::mnist::load_data(dir, datasets::Split::kTest);
   auto flatten = [&](const Tensor& images) {
     Tensor flat = ops::reshape(images, {images.dim(0), 784});
     return normalize ? ops::divide(flat, scalar(255.0f)) : flat;
   };
-  Tensor x_train = flatten(train[0].tensor()), y_train = train[1].tensor();
+  Tensor x_train, y_train, x_test, y_test;
+  {
+    Tree train = datasets::mnist::load_data(dir, datasets::Split::kTrain);
+    x_train = flatten(train[0].tensor());
+    y_train = train[1].tensor();
+  }  // the raw images go here when normalising: one 188 MB copy alive, not two
+  {
+    Tree test = datasets::mnist::load_data(dir, datasets::Split::kTest);
+    x_test = flatten(test[0].tensor());
+    y_test = test[1].tensor();
+  }
   // val_i <- sample.int(nrow(x_train), 10000): a seeded random choice of 10,000 rows.
   int64_t n = x_train.dim(0);
   std::vector<int32_t> order(static_cast<size_t>(n));
@@ -51,13 +71,16 @@ MnistDatasets get_dataset(const std::string& dir, int64_t batch_size, bool norma
   std::vector<int32_t> keep(order.begin() + static_cast<int64_t>(val.size()), order.end());
   std::sort(val.begin(), val.end());
   std::sort(keep.begin(), keep.end());
+  Tensor x_val = rows(x_train, val), y_val = rows(y_train, val);
+  // x_train[-val_i,] without a second copy of the training set.
+  x_train = keep_rows_in_place(x_train, keep);
+  y_train = keep_rows_in_place(y_train, keep);
   auto batched = [&](const Tensor& x, const Tensor& y) {
     return data::Dataset::from_tensor_slices(Tree::list({x, y})).batch(batch_size);
   };
-  data::Dataset train_set = data::Dataset::from_tensor_slices(Tree::list({rows(x_train, keep), rows(y_train, keep)}));
+  data::Dataset train_set = data::Dataset::from_tensor_slices(Tree::list({x_train, y_train}));
   if (shuffle) train_set = train_set.shuffle(static_cast<int64_t>(keep.size()), seed);
-  return {train_set.batch(batch_size), batched(rows(x_train, val), rows(y_train, val)),
-          batched(flatten(test[0].tensor()), test[1].tensor())};
+  return {train_set.batch(batch_size), batched(x_val, y_val), batched(x_test, y_test)};
 }
 
 std::pair<std::string, int> latest_checkpoint(const std::string& checkpoint_dir) {

@@ -82,6 +82,14 @@ GradientTape* current_tape();
 // Whether an op run now on this thread would be recorded.
 inline bool is_recording() { return current_tape() != nullptr; }
 
+// Whether the current tape tracks `tensor` (PyTorch's needs_input_grad). Call it from a
+// record() factory so a backward function skips gradients nobody reads (the data
+// batch's gradient in a layer's matmul).
+inline bool needs_gradient(const Tensor& tensor) {
+  GradientTape* tape = current_tape();
+  return tape != nullptr && tensor.defined() && is_floating(tensor.dtype()) && tape->slot_of(tensor) >= 0;
+}
+
 // Suspends recording on this thread for its lifetime (tf.stop_recording / no_grad).
 class NoGradGuard {
  public:

@@ -4,6 +4,10 @@
 //    "inputs": REFS, "outputs": REFS}
 // where REFS is a Tree of tensor references written as JSON: a leaf is
 // {"ref": [node index, output index]}, a dict an object, a list an array.
+// GCC 12 at -O3 reports a false maybe-uninitialized inside std::variant's map/vector
+// alternatives when Trees are built in recursive lambdas; the values are initialised.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include "chorus/models/functional_graph.h"
 
 #include <set>

@@ -1,5 +1,6 @@
 // The training loop: Model::fit, evaluate and predict, and the default train_step,
 // test_step and predict_step (Keras's Trainer).
+#include <algorithm>
 #include <cmath>
 
 #include "chorus/autograd/tape.h"
@@ -76,8 +77,13 @@ int64_t steps_of(const data::Dataset& data, int64_t requested) {
 CallbackList make_callbacks(const std::vector<Shared<Callback>>& user, Model* model, const CallbackParams& params,
                             std::shared_ptr<History> history) {
   CallbackList list(user, model, params);
-  if (history) list.add(std::move(history));
-  if (params.verbose > 0) list.add(std::make_shared<ProgbarLogger>());
+  // Like Keras, a History or progress bar the user passed replaces the default one.
+  auto user_has = [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    return std::any_of(user.begin(), user.end(), [](const Shared<Callback>& c) { return dynamic_cast<T*>(c.get()) != nullptr; });
+  };
+  if (history && !user_has(static_cast<History*>(nullptr))) list.add(std::move(history));
+  if (params.verbose > 0 && !user_has(static_cast<ProgbarLogger*>(nullptr))) list.add(std::make_shared<ProgbarLogger>());
   return list;
 }
 
@@ -139,7 +145,7 @@ Logs Model::train_step(const Tree& batch) {
     std::vector<Tensor> sources(variables.begin(), variables.end());
     grads = tape.gradient(loss, sources);
   }
-  optimizer().apply_gradients(grads, variables);
+  if (!variables.empty()) optimizer().apply_gradients(grads, variables);
   update_metrics(loss, y, y_pred, sample_weight);
   return get_metrics_result();
 }
@@ -192,6 +198,9 @@ History Model::fit(const data::Dataset& data, FitOptions options) {
     throw_error<ValueError>("{}: the training data is infinite; give steps_per_epoch", name());
   }
   auto history = std::make_shared<History>();
+  for (const auto& c : options.callbacks) {
+    if (auto user_history = std::dynamic_pointer_cast<History>(c.shared_ptr())) history = user_history;
+  }
   CallbackList callbacks = make_callbacks(options.callbacks, this, {options.epochs, steps, options.verbose}, history);
   stop_training = false;
   Logs logs;

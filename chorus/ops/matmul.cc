@@ -144,16 +144,27 @@ backend::cpu::MatmulProblem make_problem(const Layout& l, DType dtype) {
 // The gradients of one matmul: dA = G @ op(B)^T and dB = op(A)^T @ G, each written
 // with transpose flags so that it comes out in its operand's stored layout, then summed
 // over broadcast batch axes and reshaped back to the operand's (possibly 1-D) shape.
+// An operand the tape does not track (a data batch) gets no gradient: its product is
+// skipped, a fifth of an MLP step.
 autograd::BackwardFn make_backward(const Tensor& a, const Tensor& b, const Layout& l) {
-  return [a, b, ta = l.ta, tb = l.tb, pa = l.pa, pb = l.pb, g_shape = l.promoted_out](std::span<const Tensor> g) {
+  const bool need_a = autograd::needs_gradient(a), need_b = autograd::needs_gradient(b);
+  return [a, b, need_a, need_b, ta = l.ta, tb = l.tb, pa = l.pa, pb = l.pb,
+          g_shape = l.promoted_out](std::span<const Tensor> g) {
     const Tensor a2 = a.view(pa), b2 = b.view(pb), g2 = g[0].view(g_shape);
-    // a stored (.., K, M) when ta: dA = op(B) @ G^T; else (.., M, K): dA = G @ op(B)^T.
-    Tensor da = ta ? matmul(b2, g2, {.transpose_a = tb, .transpose_b = true})
-                   : matmul(g2, b2, {.transpose_a = false, .transpose_b = !tb});
-    // b stored (.., N, K) when tb: dB = G^T @ op(A); else (.., K, N): dB = op(A)^T @ G.
-    Tensor db = tb ? matmul(g2, a2, {.transpose_a = true, .transpose_b = ta})
-                   : matmul(a2, g2, {.transpose_a = !ta, .transpose_b = false});
-    return std::vector<Tensor>{sum_to(da, pa).view(a.shape()), sum_to(db, pb).view(b.shape())};
+    std::vector<Tensor> grads(2);
+    if (need_a) {
+      // a stored (.., K, M) when ta: dA = op(B) @ G^T; else (.., M, K): dA = G @ op(B)^T.
+      Tensor da = ta ? matmul(b2, g2, {.transpose_a = tb, .transpose_b = true})
+                     : matmul(g2, b2, {.transpose_a = false, .transpose_b = !tb});
+      grads[0] = sum_to(da, pa).view(a.shape());
+    }
+    if (need_b) {
+      // b stored (.., N, K) when tb: dB = G^T @ op(A); else (.., K, N): dB = op(A)^T @ G.
+      Tensor db = tb ? matmul(g2, a2, {.transpose_a = true, .transpose_b = ta})
+                     : matmul(a2, g2, {.transpose_a = !ta, .transpose_b = false});
+      grads[1] = sum_to(db, pb).view(b.shape());
+    }
+    return grads;
   };
 }
 

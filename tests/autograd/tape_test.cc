@@ -144,3 +144,34 @@ TEST(VariableTest, TrainableVariablesMustBeFloating) {
 
 }  // namespace
 }  // namespace chorus
+
+namespace chorus::autograd {
+namespace {
+
+TEST(NeedsGradientTest, OnlyTensorsTheCurrentTapeTracks) {
+  Variable w("w", ones({2, 2}));
+  Tensor data = ones({2, 2});
+  Tensor labels = zeros({2}, kInt32);
+  EXPECT_FALSE(needs_gradient(w.value()));  // no tape
+  GradientTape tape;
+  EXPECT_TRUE(needs_gradient(w.value()));
+  EXPECT_FALSE(needs_gradient(data));
+  EXPECT_FALSE(needs_gradient(labels));
+  tape.watch(data);
+  EXPECT_TRUE(needs_gradient(data));
+  NoGradGuard off;
+  EXPECT_FALSE(needs_gradient(w.value()));
+}
+
+TEST(NeedsGradientTest, MatmulOfDataAndWeightsGivesTheWeightGradientOnly) {
+  Variable w("w", from_values<float>({1, 2, 3, 4}, {2, 2}));
+  Tensor x = from_values<float>({1, 0, 2, 1}, {2, 2});
+  GradientTape tape;
+  Tensor loss = ops::sum(ops::matmul(x, w));
+  std::vector<Tensor> grads = tape.gradient(loss, {w.value(), x});
+  EXPECT_EQ(grads[0].to_vector<float>(), (std::vector<float>{3, 3, 1, 1}));  // x^T @ ones
+  EXPECT_FALSE(grads[1].defined());
+}
+
+}  // namespace
+}  // namespace chorus::autograd
