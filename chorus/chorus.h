@@ -15,6 +15,7 @@
 #include "chorus/data/mnist.h"
 #include "chorus/data/movielens.h"
 #include "chorus/data/text_line_dataset.h"
+#include "chorus/distribute/distribute.h"
 #include "chorus/layers/layers.h"
 #include "chorus/losses/losses.h"
 #include "chorus/metrics/metrics.h"

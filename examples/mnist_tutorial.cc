@@ -102,7 +102,16 @@ MnistTutorialResult run_mnist_tutorial(const MnistTutorialOptions& options) {
   MnistDatasets data =
       get_dataset(options.data_dir, options.batch_size, options.normalize, options.seed, options.shuffle);
   MnistTutorialResult result;
-  // make_or_restore_model(): either restore the latest model, or create a fresh one.
+  std::vector<Device> devices = distribute::list_devices();
+  if (options.devices > 0) {
+    for (int i = 0; i < options.devices; ++i) distribute::check_device(Device::cpu(i));
+    devices.resize(static_cast<size_t>(options.devices));
+  }
+  distribute::MirroredStrategy strategy(devices);
+  if (options.verbose > 0) std::cout << "Number of devices: " << strategy.num_replicas_in_sync() << "\n";
+  // make_or_restore_model(): either restore the latest model, or create a fresh one, in
+  // the strategy's scope (compiling there makes the model train on its replicas).
+  auto scope = strategy.scope();
   std::unique_ptr<models::Model> model;
   int initial_epoch = 0;
   std::vector<Shared<models::Callback>> callbacks;

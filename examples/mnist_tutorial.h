@@ -42,6 +42,9 @@ struct MnistTutorialOptions {
   // and continues from its epoch (make_or_restore_model). Empty: no checkpoints.
   std::string checkpoint_dir;
   uint64_t seed = 42;
+  // Replicas of the MirroredStrategy: 0 for every local device (the tutorial's
+  // MirroredStrategy()), else the first `devices`.
+  int devices = 0;
 };
 
 struct MnistTutorialResult {
@@ -50,7 +53,8 @@ struct MnistTutorialResult {
   std::string restored_from;  // the checkpoint training resumed from, if any
 };
 
-// Builds or restores the model, fits it (validating every epoch), evaluates on the test set.
+// Prints "Number of devices: N", then builds or restores the model in the strategy's
+// scope, fits it (validating every epoch) and evaluates it on the test set.
 MnistTutorialResult run_mnist_tutorial(const MnistTutorialOptions& options);
 
 }  // namespace chorus::examples

@@ -83,6 +83,11 @@ void GradientTape::add_record(const char* op, std::span<const Tensor> inputs, st
 
 std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const Tensor> sources,
                                            const Tensor& output_gradient) {
+  return gradient(target, sources, GradientReadyFn(), output_gradient);
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const Tensor> sources,
+                                           const GradientReadyFn& on_ready, const Tensor& output_gradient) {
   if (used_ && !persistent_) {
     throw Error("GradientTape::gradient: a non-persistent tape can compute gradients only once; "
                 "construct it with persistent=true to call gradient() again");
@@ -99,6 +104,30 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
                               seed.shape().to_string(), target.shape().to_string());
     }
     grads[target_slot] = seed;
+  }
+
+  std::vector<int32_t> source_slots;
+  source_slots.reserve(sources.size());
+  for (const Tensor& source : sources) source_slots.push_back(source.defined() ? slot_of(source) : -1);
+  // For on_ready: the sources whose gradient is final once record r has run backward,
+  // i.e. whose first use (in execution order) is record r. Unused sources are final now.
+  std::vector<std::vector<size_t>> final_after;
+  if (on_ready) {
+    std::unordered_map<int32_t, size_t> first_use;
+    for (size_t r = records_.size(); r-- > 0;) {
+      for (int32_t slot : records_[r].input_slots) {
+        if (slot >= 0) first_use[slot] = r;
+      }
+    }
+    final_after.resize(records_.size());
+    for (size_t i = 0; i < sources.size(); ++i) {
+      auto it = source_slots[i] >= 0 ? first_use.find(source_slots[i]) : first_use.end();
+      if (it == first_use.end()) {
+        on_ready(i, Tensor());
+      } else {
+        final_after[it->second].push_back(i);
+      }
+    }
   }
 
   // Records are in execution order, a topological order: walk it backwards.
@@ -120,13 +149,15 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
       }
     }
     if (!persistent_) record.backward = nullptr;  // frees the saved tensors now
+    if (on_ready) {
+      for (size_t i : final_after[r]) on_ready(i, grads[source_slots[i]]);
+    }
   }
   if (!persistent_) records_.clear();
 
   std::vector<Tensor> result;
   result.reserve(sources.size());
-  for (const Tensor& source : sources) {
-    const int32_t slot = source.defined() ? slot_of(source) : -1;
+  for (int32_t slot : source_slots) {
     result.push_back(slot >= 0 && static_cast<size_t>(slot) < grads.size() ? grads[slot] : Tensor());
   }
   return result;

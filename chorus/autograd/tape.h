@@ -27,6 +27,11 @@ namespace chorus::autograd {
 // per input (undefined where the input gets none). Runs with recording off.
 using BackwardFn = std::function<std::vector<Tensor>(std::span<const Tensor> grad_outputs)>;
 
+// Called by GradientTape::gradient as soon as the gradient of sources[index] is final
+// (no record left to process uses it), while the backward pass goes on: data-parallel
+// replicas start reducing those gradients early. Undefined where the source gets none.
+using GradientReadyFn = std::function<void(size_t index, const Tensor& gradient)>;
+
 class GradientTape {
  public:
   // A persistent tape keeps its records, so gradient() may be called more than once; a
@@ -44,6 +49,10 @@ class GradientTape {
   // defaults to ones shaped like target. Throws Error if a non-persistent tape is asked
   // twice, or if output_gradient's shape differs from target's.
   std::vector<Tensor> gradient(const Tensor& target, std::span<const Tensor> sources,
+                               const Tensor& output_gradient = Tensor());
+  // The same, calling `on_ready` for each source as its gradient becomes final (each
+  // source exactly once, in the order the backward pass finishes them).
+  std::vector<Tensor> gradient(const Tensor& target, std::span<const Tensor> sources, const GradientReadyFn& on_ready,
                                const Tensor& output_gradient = Tensor());
   std::vector<Tensor> gradient(const Tensor& target, std::initializer_list<Tensor> sources,
                                const Tensor& output_gradient = Tensor()) {

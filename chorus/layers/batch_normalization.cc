@@ -1,6 +1,7 @@
 #include "chorus/layers/batch_normalization.h"
 
 #include "chorus/autograd/tape.h"
+#include "chorus/distribute/replica_context.h"
 #include "chorus/layers/layer_util.h"
 #include "chorus/ops/ops.h"
 
@@ -36,8 +37,17 @@ void BatchNormalization::update_moving_statistics(const Tensor& mean, const Tens
   autograd::NoGradGuard no_grad;  // the moving statistics are not part of the loss
   const double m = options_.momentum;
   const std::vector<int64_t> channels{moving_mean_.shape()[0]};
-  moving_mean_.assign(moving_mean_.value() * m + ops::reshape(mean, channels) * (1.0 - m));
-  moving_variance_.assign(moving_variance_.value() * m + ops::reshape(variance, channels) * (1.0 - m));
+  Tensor new_mean = moving_mean_.value() * m + ops::reshape(mean, channels) * (1.0 - m);
+  Tensor new_variance = moving_variance_.value() * m + ops::reshape(variance, channels) * (1.0 - m);
+  // Replicas share the variables: each offers its slice's update and the step applies
+  // their row-weighted mean (TF's MirroredStrategy averages the replicas' updates too).
+  if (auto* replica = distribute::ReplicaContext::current()) {
+    replica->assign_mean(moving_mean_, new_mean);
+    replica->assign_mean(moving_variance_, new_variance);
+  } else {
+    moving_mean_.assign(new_mean);
+    moving_variance_.assign(new_variance);
+  }
 }
 
 Tree BatchNormalization::call(const Tree& inputs, bool training) {

@@ -5,6 +5,7 @@
 
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/core/creation.h"
+#include "chorus/distribute/replica_context.h"
 #include "chorus/layers/layer_util.h"
 #include "chorus/ops/ops.h"
 
@@ -18,20 +19,23 @@ std::string dims_string(const std::vector<int64_t>& dims) {
 }
 
 // A mask of `shape` in `dtype`: 0 with probability `rate`, else 1 / (1 - rate). Element
-// i is decided by word i % 4 of Philox block i / 4 under `key`, so the mask does not
-// depend on the thread count. Branch-free: a data-dependent branch here mispredicts
-// half the time at rate 0.5.
+// i is decided by word j % 4 of Philox block j / 4 under `key`, j = first + i, so the
+// mask does not depend on the thread count, and a replica's slice of a global batch
+// (first = its first element) gets its part of the one global mask. Branch-free: a
+// data-dependent branch here mispredicts half the time at rate 0.5.
 template <class T>
-void fill_mask(T* out, int64_t n, uint64_t key, double rate) {
+void fill_mask(T* out, int64_t n, uint64_t key, double rate, int64_t first) {
   const float keep_scale = rate >= 1 ? 0.0f : static_cast<float>(1.0 / (1.0 - rate));  // 0, not 0 * inf
   // With u = k / 2^24 for the top 24 bits k of a word: u < rate  <=>  k < ceil(rate * 2^24).
   const uint32_t threshold = static_cast<uint32_t>(std::ceil(rate * 16777216.0));
-  backend::cpu::parallel_for((n + 3) / 4, 4096, [&](int64_t begin, int64_t end) {
+  const int64_t skip = first % 4;  // words of the first block that belong to earlier elements
+  backend::cpu::parallel_for((skip + n + 3) / 4, 4096, [&](int64_t begin, int64_t end) {
     for (int64_t block = begin; block < end; ++block) {
-      const auto words = philox4x32(key, static_cast<uint64_t>(block));
-      const int64_t count = std::min<int64_t>(4, n - block * 4);
-      for (int64_t w = 0; w < count; ++w) {
-        out[block * 4 + w] = static_cast<T>(static_cast<float>((words[w] >> 8) >= threshold) * keep_scale);
+      const auto words = philox4x32(key, static_cast<uint64_t>(first / 4 + block));
+      for (int64_t w = 0; w < 4; ++w) {
+        const int64_t i = block * 4 + w - skip;
+        if (i < 0 || i >= n) continue;
+        out[i] = static_cast<T>(static_cast<float>((words[w] >> 8) >= threshold) * keep_scale);
       }
     }
   });
@@ -86,12 +90,23 @@ Tree Dropout::call(const Tree& inputs, bool training) {
   if (!is_floating(x.dtype())) {
     throw_error<DTypeError>("{}: expected floating inputs, got {}", name(), dtype_name(x.dtype()));
   }
-  const uint64_t key = generator_.fork(calls_.fetch_add(1)).key();
+  // In a data-parallel step every replica draws from one stream for the step and takes
+  // the rows of its slice, so the masks do not depend on how the batch is split.
+  uint64_t key;
+  int64_t first = 0;
+  if (auto* replica = distribute::ReplicaContext::current()) {
+    key = generator_.fork(replica->random_stream(this)).key();
+    if (shape.rank() > 0 && shape[0] == replica->local_rows() && shape[0] > 0) {
+      first = replica->row_offset() * (shape.numel() / shape[0]);
+    }
+  } else {
+    key = generator_.fork(calls_.fetch_add(1)).key();
+  }
   Tensor mask = Tensor::empty(shape, x.dtype());
   if (x.dtype() == kFloat32) {
-    fill_mask(mask.data<float>(), mask.numel(), key, rate_);
+    fill_mask(mask.data<float>(), mask.numel(), key, rate_, first);
   } else {
-    fill_mask(mask.data<bfloat16>(), mask.numel(), key, rate_);
+    fill_mask(mask.data<bfloat16>(), mask.numel(), key, rate_, first);
   }
   return x * mask;
 }

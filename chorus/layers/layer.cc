@@ -56,7 +56,25 @@ Layer::Layer(std::string class_name, std::string name)
     : class_name_(std::move(class_name)), name_(name.empty() ? unique_name(class_name_) : std::move(name)) {}
 
 Layer::~Layer() = default;
-Layer::Layer(Layer&&) noexcept = default;
+Layer::Layer(Layer&& other) noexcept
+    : class_name_(std::move(other.class_name_)),
+      name_(std::move(other.name_)),
+      trainable_(other.trainable_),
+      built_(other.built_.load()),
+      output_shapes_recorded_(other.output_shapes_recorded_.load()),
+      own_weights_(std::move(other.own_weights_)),
+      owned_sublayers_(std::move(other.owned_sublayers_)),
+      sublayers_(std::move(other.sublayers_)),
+      output_shapes_(std::move(other.output_shapes_)) {}
+
+namespace {
+// Builds are rare (once per layer) and nest (a model builds its sublayers): one
+// process-wide recursive lock keeps them simple.
+std::recursive_mutex& build_mutex() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+}  // namespace
 
 void Layer::reset_names() {
   std::lock_guard lock(names_mutex);
@@ -66,10 +84,20 @@ void Layer::reset_names() {
 void Layer::build(const Tree& /*inputs*/) {}
 
 void Layer::maybe_build(const Tree& inputs) {
-  if (built_) return;
+  if (built_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(build_mutex());
+  if (built_.load(std::memory_order_relaxed)) return;
   autograd::NoGradGuard no_grad;
   build(inputs);
-  built_ = true;
+  built_.store(true, std::memory_order_release);
+}
+
+void Layer::record_output_shapes(const Tree& outputs) {
+  if (output_shapes_recorded_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(build_mutex());
+  if (output_shapes_recorded_.load(std::memory_order_relaxed)) return;
+  output_shapes_ = unbatched_shapes(outputs);
+  output_shapes_recorded_.store(true, std::memory_order_release);
 }
 
 void Layer::build_from(const Tree& inputs) { maybe_build(inputs); }
@@ -78,7 +106,7 @@ Tree Layer::operator()(const Tree& inputs, bool training) & {
   if (is_symbolic(inputs)) return call_symbolic(inputs, nullptr);
   maybe_build(inputs);
   Tree outputs = call(inputs, training);
-  if (output_shapes_.empty()) output_shapes_ = unbatched_shapes(outputs);
+  record_output_shapes(outputs);
   return outputs;
 }
 
@@ -103,7 +131,7 @@ Tree Layer::call_symbolic(const Tree& inputs, std::shared_ptr<Layer> owner) {
     autograd::NoGradGuard no_grad;
     outputs = layer->call(inputs, /*training=*/false);
   }
-  if (layer->output_shapes_.empty()) layer->output_shapes_ = unbatched_shapes(outputs);
+  layer->record_output_shapes(outputs);
   // Each output leaf gets a fresh handle: a layer may return its input (identity), and
   // that tensor's origin must stay where it was.
   std::vector<Tensor> leaves = outputs.flatten();

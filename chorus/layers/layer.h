@@ -35,7 +35,7 @@ class Layer {
 
   const std::string& name() const { return name_; }
   const std::string& class_name() const { return class_name_; }
-  bool built() const { return built_; }
+  bool built() const { return built_.load(std::memory_order_acquire); }
   // Non-trainable layers contribute no trainable weights (fine-tuning).
   bool trainable() const { return trainable_; }
   void set_trainable(bool trainable) { trainable_ = trainable; }
@@ -107,11 +107,15 @@ class Layer {
   std::vector<std::pair<Variable, bool>> weights_with_trainability() const;
   Tree call_symbolic(const Tree& inputs, std::shared_ptr<Layer> owner);
   void maybe_build(const Tree& inputs);
+  void record_output_shapes(const Tree& outputs);
 
   std::string class_name_;
   std::string name_;
   bool trainable_ = true;
-  bool built_ = false;
+  // Atomic: data-parallel replicas make a layer's first call from several threads at once;
+  // build_mutex() makes one of them build while the others wait.
+  std::atomic<bool> built_{false};
+  std::atomic<bool> output_shapes_recorded_{false};
   std::vector<Variable> own_weights_;
   std::vector<std::shared_ptr<Layer>> owned_sublayers_;
   std::vector<Layer*> sublayers_;

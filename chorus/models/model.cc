@@ -3,6 +3,9 @@
 #include <iostream>
 
 #include "chorus/core/error.h"
+#include "chorus/distribute/distribution.h"
+#include "chorus/distribute/replica_context.h"
+#include "chorus/distribute/replica_runner.h"
 #include "chorus/metrics/mean.h"
 #include "chorus/models/functional_graph.h"
 
@@ -45,6 +48,9 @@ void Model::compile(CompileOptions options) {
     if (!metric) throw_error<ValueError>("{}: compile got an empty metric", name());
     compiled_metrics_.push_back(metric.shared_ptr());
   }
+  distribution_ = distribution::distribution();
+  runner_.reset();
+  replica_metrics_.clear();
   reset_metrics();
 }
 
@@ -55,6 +61,11 @@ optimizers::Optimizer& Model::optimizer() const {
 
 std::vector<metrics::Metric*> Model::metrics() const {
   std::vector<metrics::Metric*> out;
+  if (const auto* replica = distribute::ReplicaContext::current();
+      replica != nullptr && static_cast<size_t>(replica->replica_id()) < replica_metrics_.size()) {
+    for (const auto& m : replica_metrics_[static_cast<size_t>(replica->replica_id())]) out.push_back(m.get());
+    return out;
+  }
   if (loss_tracker_) out.push_back(loss_tracker_.get());
   for (const auto& m : compiled_metrics_) out.push_back(m.get());
   return out;

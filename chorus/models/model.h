@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -23,6 +24,13 @@
 #include "chorus/models/history.h"
 #include "chorus/models/logs.h"
 #include "chorus/optimizers/optimizer.h"
+
+namespace chorus::distribute {
+class ReplicaRunner;
+}
+namespace chorus::distribution {
+class Distribution;
+}
 
 namespace chorus::models {
 
@@ -88,6 +96,8 @@ class Model : public layers::Layer {
   Model(Model&&) noexcept;
 
   // Sets the optimizer, loss and metrics; resets the metrics. May be called again.
+  // Captures the current distribution (distribution::set_distribution or a strategy's
+  // scope): fit, evaluate and predict then split each batch over its replicas.
   void compile(CompileOptions options);
   bool compiled() const { return optimizer_ != nullptr; }
 
@@ -115,7 +125,8 @@ class Model : public layers::Layer {
 
   // Updates the loss tracker and compiled metrics from a batch's results.
   void update_metrics(const Tensor& loss, const Tree& y, const Tree& y_pred, const Tensor& sample_weight);
-  // The loss tracker ("loss") first, then the compiled metrics.
+  // The loss tracker ("loss") first, then the compiled metrics. Inside a data-parallel
+  // step, the calling replica's own copies (merged into the model's after the step).
   std::vector<metrics::Metric*> metrics() const;
   Logs get_metrics_result() const;
   void reset_metrics();
@@ -145,6 +156,8 @@ class Model : public layers::Layer {
   // Internal to the trainer and saving: the optimizer state to save/restore together
   // with epoch counters.
   const CompileOptions& compile_options() const { return compile_options_; }
+  // The distribution captured by compile() (nullptr: one device).
+  const std::shared_ptr<distribution::Distribution>& distribution() const { return distribution_; }
 
  protected:
   // For subclasses with their own Keras class name (Sequential).
@@ -153,6 +166,14 @@ class Model : public layers::Layer {
 
  private:
   Logs run_evaluation(const data::Dataset& data, int64_t steps, CallbackList& callbacks);
+  // One step on the calling thread, or split over the replicas of distribution_.
+  Logs run_train_step(const Tree& batch);
+  Logs run_test_step(const Tree& batch);
+  Tree run_predict_step(const Tree& batch);
+  // Runs step(batch slice) on every replica that gets rows, then merges the replicas'
+  // metrics into the model's. Returns the number of replicas that ran.
+  int run_replicas(const Tree& batch, const std::function<void(int replica, const Tree& slice)>& step);
+  distribute::ReplicaRunner* replica_runner();
 
   std::unique_ptr<FunctionalGraph> graph_;
   CompileOptions compile_options_;
@@ -160,6 +181,10 @@ class Model : public layers::Layer {
   std::shared_ptr<losses::Loss> loss_;
   std::unique_ptr<metrics::Mean> loss_tracker_;
   std::vector<std::shared_ptr<metrics::Metric>> compiled_metrics_;
+  std::shared_ptr<distribution::Distribution> distribution_;
+  std::unique_ptr<distribute::ReplicaRunner> runner_;
+  // Per replica: copies of metrics() that its steps update.
+  std::vector<std::vector<std::unique_ptr<metrics::Metric>>> replica_metrics_;
 };
 
 // Rebuilds a model saved by Model::save (functional and Sequential models; a subclassed

@@ -5,6 +5,9 @@
 
 #include "chorus/autograd/tape.h"
 #include "chorus/core/error.h"
+#include "chorus/distribute/distribution.h"
+#include "chorus/distribute/replica_context.h"
+#include "chorus/distribute/replica_runner.h"
 #include "chorus/layers/initializers.h"
 #include "chorus/models/callback_list.h"
 #include "chorus/models/model.h"
@@ -119,12 +122,13 @@ Tensor Model::compute_loss(const Tree& /*x*/, const Tree& y, const Tree& y_pred,
 }
 
 void Model::update_metrics(const Tensor& loss, const Tree& y, const Tree& y_pred, const Tensor& sample_weight) {
+  const std::vector<metrics::Metric*> all = metrics();  // this replica's copies inside a replica
   int64_t batch = y_pred.flatten().empty() ? 0 : y_pred.flatten()[0].dim(0);
-  loss_tracker_->update_state(static_cast<double>(loss.item<float>()), static_cast<double>(batch));
-  if (compiled_metrics_.empty()) return;
+  static_cast<metrics::Mean*>(all[0])->update_state(static_cast<double>(loss.item<float>()), static_cast<double>(batch));
+  if (all.size() == 1) return;
   std::vector<Tensor> targets = y.flatten(), predictions = y_pred.flatten();
   for (size_t i = 0; i < targets.size() && i < predictions.size(); ++i) {
-    for (const auto& m : compiled_metrics_) m->update_state(targets[i], predictions[i], sample_weight);
+    for (size_t k = 1; k < all.size(); ++k) all[k]->update_state(targets[i], predictions[i], sample_weight);
   }
 }
 
@@ -143,7 +147,10 @@ Logs Model::train_step(const Tree& batch) {
     // After the forward pass: a subclassed model's layers build on their first call.
     variables = trainable_weights();
     std::vector<Tensor> sources(variables.begin(), variables.end());
-    grads = tape.gradient(loss, sources);
+    // Under data parallelism the gradients are reduced in buckets as backward produces them.
+    auto* replica = distribute::ReplicaContext::current();
+    grads = replica != nullptr && !variables.empty() ? tape.gradient(loss, sources, replica->stream_gradients(variables))
+                                                     : tape.gradient(loss, sources);
   }
   if (!variables.empty()) optimizer().apply_gradients(grads, variables);
   update_metrics(loss, y, y_pred, sample_weight);
@@ -220,7 +227,7 @@ History Model::fit(const data::Dataset& data, FitOptions options) {
         break;
       }
       callbacks.each([&](Callback& c) { c.on_train_batch_begin(step, Logs{}); });
-      Logs step_logs = train_step(*batch);
+      Logs step_logs = run_train_step(*batch);
       callbacks.each([&](Callback& c) { c.on_train_batch_end(step, step_logs); });
       if (stop_training) break;
       if (step_logs.contains("loss") && !std::isfinite(step_logs.at("loss"))) {
@@ -248,7 +255,7 @@ Logs Model::run_evaluation(const data::Dataset& data, int64_t steps, CallbackLis
     std::optional<Tree> batch = iterator.next();
     if (!batch) break;
     callbacks.each([&](Callback& c) { c.on_test_batch_begin(step, Logs{}); });
-    logs = test_step(*batch);
+    logs = run_test_step(*batch);
     callbacks.each([&](Callback& c) { c.on_test_batch_end(step, logs); });
   }
   logs = get_metrics_result();
@@ -278,7 +285,7 @@ Tree Model::predict(const data::Dataset& data, PredictOptions options) {
     std::optional<Tree> batch = iterator.next();
     if (!batch) break;
     callbacks.each([&](Callback& c) { c.on_predict_batch_begin(step, Logs{}); });
-    Tree out = predict_step(*batch);
+    Tree out = run_predict_step(*batch);
     std::vector<Tensor> leaves = out.flatten();
     if (pieces.empty()) {
       structure = out;

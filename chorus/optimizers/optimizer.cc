@@ -13,6 +13,7 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/core/creation.h"
 #include "chorus/core/error.h"
+#include "chorus/distribute/replica_context.h"
 #include "chorus/optimizers/update_kernels.h"
 
 namespace chorus::optimizers {
@@ -118,6 +119,15 @@ std::vector<Variable> Optimizer::variables() const {
 void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const Variable> variables) {
   if (grads.size() != variables.size()) {
     throw_error<ValueError>("{}: got {} gradients for {} variables", name_, grads.size(), variables.size());
+  }
+  // Inside a data-parallel replica: reduce across replicas, then one update (tf.distribute's
+  // cross-replica apply_gradients).
+  if (auto* replica = distribute::ReplicaContext::current()) {
+    replica->apply_gradients(grads, variables, [this](std::span<const Tensor> g, std::span<const Variable> v) {
+      distribute::ReplicaContextScope outside(nullptr);
+      apply_gradients(g, v);
+    });
+    return;
   }
   if (!built_) build(variables);
 

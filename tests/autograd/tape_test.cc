@@ -175,3 +175,32 @@ TEST(NeedsGradientTest, MatmulOfDataAndWeightsGivesTheWeightGradientOnly) {
 
 }  // namespace
 }  // namespace chorus::autograd
+
+namespace chorus::autograd {
+namespace {
+
+// The streaming hook reports each source once, with its final gradient, and reports the
+// last layer's weights before the first layer's (the order backward finishes them).
+TEST(GradientTapeStreaming, ReportsEachSourceOnceWithItsFinalGradient) {
+  Variable w1("w1", from_values<float>({0.5f, -1.0f, 2.0f, 0.25f}, Shape{2, 2}));
+  Variable w2("w2", from_values<float>({1.5f, -0.5f}, Shape{2, 1}));
+  Variable unused("unused", from_values<float>({1.0f}, Shape{1}));
+  Tensor x = from_values<float>({1.0f, 2.0f, -1.0f, 0.5f, 3.0f, 1.0f}, Shape{3, 2});
+  GradientTape tape;
+  // w1 is used twice, so its gradient is final only after its first use is processed.
+  Tensor h = ops::matmul(ops::matmul(x, w1.value()), w1.value());
+  Tensor loss = ops::sum(ops::matmul(h, w2.value()));
+  std::vector<Tensor> sources{w1.value(), w2.value(), unused.value()};
+  std::vector<std::pair<size_t, Tensor>> reported;
+  auto grads = tape.gradient(loss, sources, [&](size_t i, const Tensor& g) { reported.emplace_back(i, g); });
+  ASSERT_EQ(reported.size(), 3u);
+  EXPECT_EQ(reported[0].first, 2u);  // unused: final at once, undefined
+  EXPECT_FALSE(reported[0].second.defined());
+  EXPECT_EQ(reported[1].first, 1u);
+  EXPECT_EQ(reported[2].first, 0u);
+  EXPECT_TRUE(reported[1].second.same(grads[1]));
+  EXPECT_TRUE(reported[2].second.same(grads[0]));
+}
+
+}  // namespace
+}  // namespace chorus::autograd

@@ -1,0 +1,100 @@
+#include "chorus/distribute/devices.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "chorus/core/error.h"
+
+namespace chorus::distribute {
+namespace {
+
+std::atomic<int> g_cpu_devices{0};  // 0: the default
+std::atomic<bool> g_warned{false};
+
+// Distinct (package, core) pairs of the online CPUs in sysfs; hardware_concurrency when
+// sysfs is unavailable.
+int count_physical_cores() {
+  std::set<std::pair<std::string, std::string>> cores;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  for (long cpu = 0; cpu < cpus; ++cpu) {
+    const std::string base = fmt::format("/sys/devices/system/cpu/cpu{}/topology/", cpu);
+    std::ifstream package(base + "physical_package_id"), core(base + "core_id");
+    std::string p, c;
+    if (!(package >> p) || !(core >> c)) continue;
+    cores.emplace(p, c);
+  }
+  if (!cores.empty()) return static_cast<int>(cores.size());
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int env_cpu_devices() {
+  const char* value = std::getenv("CHORUS_CPU_DEVICES");
+  if (value == nullptr || *value == '\0') return 0;
+  char* end = nullptr;
+  const long n = std::strtol(value, &end, 10);
+  if (*end != '\0' || n < 1 || n > 4096) {
+    throw_error<ValueError>("CHORUS_CPU_DEVICES: expected a positive integer, got \"{}\"", value);
+  }
+  return static_cast<int>(n);
+}
+
+int cpu_device_count() {
+  int n = g_cpu_devices.load();
+  if (n == 0) n = env_cpu_devices();
+  if (n == 0) n = physical_cores();
+  if (n > physical_cores() && !g_warned.exchange(true)) {
+    std::cerr << fmt::format("chorus: warning: {} logical CPU devices on {} physical cores; replicas share cores\n", n,
+                             physical_cores());
+  }
+  return n;
+}
+
+}  // namespace
+
+int physical_cores() {
+  static const int cores = count_physical_cores();
+  return cores;
+}
+
+void set_cpu_devices(int count) {
+  if (count < 0) throw_error<ValueError>("set_cpu_devices: expected count >= 0, got {}", count);
+  g_cpu_devices.store(count);
+}
+
+std::vector<Device> list_devices(std::string_view device_type) {
+  if (!device_type.empty() && device_type != "cpu" && device_type != "CPU") {
+    throw_error<ValueError>("list_devices: unknown device type \"{}\"; this build has \"cpu\" devices only",
+                            device_type);
+  }
+  std::vector<Device> devices;
+  const int n = cpu_device_count();
+  devices.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) devices.push_back(Device::cpu(i));
+  return devices;
+}
+
+void check_device(const Device& device) {
+  const int n = cpu_device_count();
+  if (!device.is_cpu() || device.index < 0 || device.index >= n) {
+    throw_error<IndexError>("{} does not exist: this host has {} logical CPU devices (cpu:0..cpu:{})",
+                            device.to_string(), n, n - 1);
+  }
+}
+
+int intra_op_threads_of(const Device& device) {
+  check_device(device);
+  return std::max(1, physical_cores() / cpu_device_count());
+}
+
+}  // namespace chorus::distribute

@@ -1,0 +1,7 @@
+// Umbrella header for chorus/distribute: devices, Keras's distribution API and
+// tf.distribute's MirroredStrategy.
+#pragma once
+
+#include "chorus/distribute/devices.h"
+#include "chorus/distribute/distribution.h"
+#include "chorus/distribute/mirrored_strategy.h"

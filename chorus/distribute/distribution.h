@@ -1,0 +1,128 @@
+// Keras 3's distribution API (keras.distribution): DeviceMesh, TensorLayout, the
+// Distribution base with DataParallel, and the process-wide current distribution that
+// models capture when they are compiled. Distribution objects are immutable once built
+// and safe to share between threads; set_distribution/scope are meant for the main thread.
+//
+//   ch::distribution::set_distribution(ch::distribution::DataParallel(ch::devices()));
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chorus/autograd/variable.h"
+#include "chorus/core/device.h"
+#include "chorus/core/shape.h"
+
+namespace chorus::distribute {
+class ReplicaPool;
+}
+
+namespace chorus::distribution {
+
+// Devices arranged in an N-D grid with named axes (keras.distribution.DeviceMesh).
+class DeviceMesh {
+ public:
+  // Throws ValueError unless shape's product equals the number of devices and there is
+  // one distinct axis name per dimension; IndexError for a device that does not exist.
+  DeviceMesh(std::vector<int64_t> shape, std::vector<std::string> axis_names, std::vector<Device> devices);
+
+  const std::vector<int64_t>& shape() const { return shape_; }
+  const std::vector<std::string>& axis_names() const { return axis_names_; }
+  const std::vector<Device>& devices() const { return devices_; }
+
+ private:
+  std::vector<int64_t> shape_;
+  std::vector<std::string> axis_names_;
+  std::vector<Device> devices_;
+};
+
+// How a tensor is laid out over a mesh: per tensor dimension, the mesh axis it is split
+// along, or nullopt where it is replicated (keras.distribution.TensorLayout).
+class TensorLayout {
+ public:
+  explicit TensorLayout(std::vector<std::optional<std::string>> axes, std::optional<DeviceMesh> device_mesh = {});
+
+  const std::vector<std::optional<std::string>>& axes() const { return axes_; }
+  const std::optional<DeviceMesh>& device_mesh() const { return device_mesh_; }
+
+ private:
+  std::vector<std::optional<std::string>> axes_;
+  std::optional<DeviceMesh> device_mesh_;
+};
+
+class DistributionScope;
+
+// The base of distributions: the mesh, the layouts of data and variables, and the replica
+// threads steps run on (made on first use, shared by copies).
+class Distribution {
+ public:
+  virtual ~Distribution();
+
+  const DeviceMesh& device_mesh() const { return device_mesh_; }
+  // The layout of a batch of `data_shape` and of a variable.
+  virtual TensorLayout get_data_layout(const Shape& data_shape) const = 0;
+  virtual TensorLayout get_variable_layout(const autograd::Variable& variable) const = 0;
+  // How many replicas run each step.
+  virtual int num_replicas() const = 0;
+
+  // Makes this the current distribution until the scope ends (Keras's `with
+  // distribution.scope():`).
+  DistributionScope scope() const;
+
+  // The replica threads, one per device of the mesh; made on the first call.
+  std::shared_ptr<distribute::ReplicaPool> replica_pool() const;
+
+  virtual std::shared_ptr<Distribution> clone() const = 0;
+
+ protected:
+  explicit Distribution(DeviceMesh device_mesh);
+  Distribution(const Distribution&) = default;
+
+ private:
+  struct Runtime;
+  DeviceMesh device_mesh_;
+  std::shared_ptr<Runtime> runtime_;
+};
+
+// Synchronous data parallelism: variables mirrored on every device (on a CPU host the
+// mirrors share one buffer), each batch split along its first axis over a 1-D mesh.
+class DataParallel : public Distribution {
+ public:
+  // All local devices when `devices` is empty. Throws ValueError for a device listed
+  // twice, IndexError for one that does not exist.
+  explicit DataParallel(std::vector<Device> devices = {});
+  // A 1-D mesh (its only axis is the batch axis). Throws ValueError for a mesh of another rank.
+  explicit DataParallel(DeviceMesh device_mesh);
+
+  const std::string& batch_dim_name() const { return device_mesh().axis_names()[0]; }
+
+  TensorLayout get_data_layout(const Shape& data_shape) const override;
+  TensorLayout get_variable_layout(const autograd::Variable& variable) const override;
+  int num_replicas() const override { return static_cast<int>(device_mesh().devices().size()); }
+  std::shared_ptr<Distribution> clone() const override { return std::make_shared<DataParallel>(*this); }
+};
+
+// The current distribution (nullptr: one device), read by Model::compile.
+std::shared_ptr<Distribution> distribution();
+// Sets the current distribution for the process; nullptr goes back to one device.
+void set_distribution(std::shared_ptr<Distribution> distribution);
+void set_distribution(const Distribution& distribution);
+
+// Restores the previous distribution when it ends. Movable, not copyable.
+class [[nodiscard]] DistributionScope {
+ public:
+  explicit DistributionScope(std::shared_ptr<Distribution> distribution);
+  ~DistributionScope();
+  DistributionScope(DistributionScope&& other) noexcept;
+  DistributionScope(const DistributionScope&) = delete;
+  DistributionScope& operator=(const DistributionScope&) = delete;
+  DistributionScope& operator=(DistributionScope&&) = delete;
+
+ private:
+  std::shared_ptr<Distribution> previous_;
+  bool active_ = true;
+};
+
+}  // namespace chorus::distribution

@@ -1,0 +1,527 @@
+// LocalCommunicator: collectives among the threads of one process over shared memory.
+//
+// How a collective runs. Call k on every handle (its sequence number) meets in one Slot of
+// the group, keyed by k. Issuing records the rank's arguments in the slot (arrival) and
+// returns a Work; nothing is computed yet. Work::wait() then
+//   1. waits until every rank has arrived (or the slot failed, the group aborted, or the
+//      deadline passed),
+//   2. does this rank's share, reading every rank's tensors in place: for all_reduce and
+//      broadcast, the elements of chunk `rank` of `size` (cut on 64-byte lines so no two
+//      ranks write one cache line), written into every rank's tensor; for all_gather, this
+//      rank's input copied into block `rank` of every output; for reduce_scatter, block
+//      `rank` of every input reduced into this rank's output,
+//   3. waits until every rank's share is done, so its output is complete on return.
+// Each element of a reduction is computed once, by one thread, in rank order, and copied
+// to every rank: results are identical on every rank and in every run.
+//
+// Waiting spins for kSpin (about the cost of a futex sleep and wake-up, so replicas that
+// arrive within microseconds of each other never sleep) and then blocks on the group's
+// condition variable until its deadline. Replica threads may outnumber cores, so nothing
+// spins longer than that.
+#include "chorus/distribute/local_communicator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#include <fmt/format.h>
+
+namespace chorus::distribute {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Spin budget before blocking (see the file comment).
+constexpr auto kSpin = std::chrono::microseconds(20);
+// Chunks start on multiples of 16 floats (64 bytes, one cache line on 64-byte aligned
+// storage), so two ranks never write the same line.
+constexpr int64_t kChunkAlign = 16;
+
+enum class Kind : uint8_t { kAllReduce, kBroadcast, kAllGather, kReduceScatter, kBarrier };
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::kAllReduce: return "all_reduce";
+    case Kind::kBroadcast: return "broadcast";
+    case Kind::kAllGather: return "all_gather";
+    case Kind::kReduceScatter: return "reduce_scatter";
+    case Kind::kBarrier: return "barrier";
+  }
+  return "?";
+}
+
+const char* op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kMin: return "min";
+  }
+  return "?";
+}
+
+bool is_reduction(Kind kind) { return kind == Kind::kAllReduce || kind == Kind::kReduceScatter; }
+
+// ---- Reduction kernels: plain loops the compiler vectorises; memory-bound anyway. ----
+
+struct Sum {
+  float operator()(float acc, float x) const { return acc + x; }
+};
+// Max and min propagate NaN (from any rank) instead of dropping it.
+struct Max {
+  float operator()(float acc, float x) const { return x > acc || x != x ? x : acc; }
+};
+struct Min {
+  float operator()(float acc, float x) const { return x < acc || x != x ? x : acc; }
+};
+
+// Elements per piece: the accumulator (8 KB) stays in L1 while every input streams once.
+constexpr int64_t kPiece = 2048;
+
+// For j < len and every output q: out[q][out_offset + j] = in[0][in_offset + j] f
+// in[1][in_offset + j] f ... in rank order. An output may be the same buffer and offset as
+// an input (all_reduce): each piece is read completely before it is written.
+template <class F>
+void reduce_pieces(std::span<const float* const> in, std::span<float* const> out, int64_t in_offset,
+                   int64_t out_offset, int64_t len, F f) {
+  const size_t n = in.size();
+  alignas(64) float acc[kPiece];
+  for (int64_t p = 0; p < len; p += kPiece) {
+    const int64_t m = std::min(kPiece, len - p);
+    const float* x0 = in[0] + in_offset + p;
+    if (n == 1) {
+      std::memcpy(acc, x0, static_cast<size_t>(m) * sizeof(float));
+    } else {
+      const float* x1 = in[1] + in_offset + p;
+      for (int64_t j = 0; j < m; ++j) acc[j] = f(x0[j], x1[j]);
+    }
+    for (size_t r = 2; r < n; ++r) {
+      const float* x = in[r] + in_offset + p;
+      for (int64_t j = 0; j < m; ++j) acc[j] = f(acc[j], x[j]);
+    }
+    for (float* o : out) std::memcpy(o + out_offset + p, acc, static_cast<size_t>(m) * sizeof(float));
+  }
+}
+
+// Two ranks in place, one pass: the all_reduce of a pair of replicas (the common case).
+template <class F>
+void reduce_pair_in_place(float* a, float* b, int64_t len, F f) {
+  for (int64_t j = 0; j < len; ++j) {
+    const float s = f(a[j], b[j]);
+    a[j] = s;
+    b[j] = s;
+  }
+}
+
+template <class F>
+void reduce_block(std::span<const float* const> in, std::span<float* const> out, int64_t in_offset,
+                  int64_t out_offset, int64_t len, F f) {
+  if (len <= 0) return;
+  if (in.size() == 1 && out.size() == 1 && in[0] + in_offset == out[0] + out_offset) return;  // one rank, in place
+  if (in.size() == 2 && out.size() == 2 && in_offset == out_offset && in[0] == out[0] && in[1] == out[1]) {
+    reduce_pair_in_place(out[0] + out_offset, out[1] + out_offset, len, f);
+  } else {
+    reduce_pieces(in, out, in_offset, out_offset, len, f);
+  }
+}
+
+void reduce_block(std::span<const float* const> in, std::span<float* const> out, int64_t in_offset,
+                  int64_t out_offset, int64_t len, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return reduce_block(in, out, in_offset, out_offset, len, Sum{});
+    case ReduceOp::kMax: return reduce_block(in, out, in_offset, out_offset, len, Max{});
+    case ReduceOp::kMin: return reduce_block(in, out, in_offset, out_offset, len, Min{});
+  }
+}
+
+// ---- The group ----
+
+// One rank's arguments. In-place collectives have input == output.
+struct Args {
+  Kind kind = Kind::kBarrier;
+  Tensor input, output;
+  int64_t count = 0;  // the per-rank element count all ranks must agree on
+  int root = -1;      // broadcast only
+  ReduceOp op = ReduceOp::kSum;
+
+  bool matches(const Args& other) const {
+    return kind == other.kind && count == other.count && root == other.root &&
+           (!is_reduction(kind) || op == other.op);
+  }
+  // "all_reduce(1024 elements, sum)", "broadcast(10 elements, root 1)", "barrier()".
+  std::string to_string() const {
+    switch (kind) {
+      case Kind::kAllReduce:
+      case Kind::kReduceScatter: return fmt::format("{}({} elements, {})", kind_name(kind), count, op_name(op));
+      case Kind::kBroadcast: return fmt::format("broadcast({} elements, root {})", count, root);
+      case Kind::kAllGather: return fmt::format("all_gather({} elements)", count);
+      case Kind::kBarrier: return "barrier()";
+    }
+    return "?";
+  }
+};
+
+// One collective: the meeting point of every rank's k-th call. Fields marked "mu_" are
+// written under the group mutex; `args` is read-only once `arrived` reaches size (release
+// / acquire); per-rank `outcome` and `finished` are touched by that rank's thread only.
+struct Slot {
+  Slot(uint64_t seq, int size)
+      : seq(seq), args(size), present(size, 0), share_done(size, 0), outcome(size), finished(size, 0) {}
+
+  const uint64_t seq;
+  std::vector<Args> args;         // mu_
+  std::vector<char> present;      // mu_: rank has arrived
+  std::vector<char> share_done;   // mu_: rank has done its share
+  int first_rank = -1;            // mu_: the rank others' arguments are checked against
+  int released = 0;               // mu_: ranks that finished waiting (the slot is erased at size)
+  std::string mismatch;           // mu_, written once before `failed`
+  std::atomic<bool> failed{false};
+  std::atomic<int> arrived{0};
+  std::atomic<int> done{0};
+  std::vector<std::string> outcome;  // per rank: empty on success, else the error message
+  std::vector<char> finished;        // per rank: participate() has run
+};
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// [begin, end) of chunk `part` of `parts` over n elements, cut on kChunkAlign.
+std::pair<int64_t, int64_t> chunk(int64_t n, int part, int parts) {
+  auto cut = [&](int p) { return p == parts ? n : n * p / parts / kChunkAlign * kChunkAlign; };
+  return {cut(part), cut(part + 1)};
+}
+
+std::string rank_list(const std::vector<char>& flags) {
+  std::vector<int> missing;
+  for (size_t r = 0; r < flags.size(); ++r) {
+    if (!flags[r]) missing.push_back(static_cast<int>(r));
+  }
+  return fmt::format("{} {}", missing.size() == 1 ? "rank" : "ranks", fmt::join(missing, ", "));
+}
+
+// The state shared by a group's handles and Works.
+class Group {
+ public:
+  Group(int size, Seconds timeout) : size_(size), timeout_(timeout), per_rank_(size) {}
+
+  int size() const { return size_; }
+
+  // Records `rank`'s next collective and returns its slot (also queued as pending).
+  std::shared_ptr<Slot> arrive(int rank, Args args);
+  // Completes `rank`'s pending collectives in issue order up to and including `slot`.
+  void complete_through(int rank, const Slot& slot);
+  void abort(const std::string& reason);
+
+ private:
+  enum class Phase { kArrival, kShares };
+  enum class State { kWaiting, kReady, kFailed, kAborted };
+
+  void participate(int rank, Slot& slot);
+  // Waits for phase's counter to reach size_; returns "" or the error message.
+  std::string await(int rank, Slot& slot, Phase phase, Clock::time_point deadline);
+  State state(const Slot& slot, Phase phase) const;
+  void run_share(int rank, const Slot& slot) const;
+  void abort_locked(const std::string& reason);
+
+  struct PerRank {  // touched by the rank's own thread only
+    uint64_t next_seq = 0;
+    std::deque<std::shared_ptr<Slot>> pending;
+  };
+
+  const int size_;
+  const Seconds timeout_;
+  std::vector<PerRank> per_rank_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint64_t, std::shared_ptr<Slot>> slots_;  // mu_
+  std::string abort_reason_;                         // mu_, written once before aborted_
+  std::atomic<bool> aborted_{false};
+};
+
+std::shared_ptr<Slot> Group::arrive(int rank, Args args) {
+  PerRank& me = per_rank_[static_cast<size_t>(rank)];
+  const uint64_t seq = me.next_seq++;
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard lock(mu_);
+    std::shared_ptr<Slot>& entry = slots_[seq];
+    if (!entry) entry = std::make_shared<Slot>(seq, size_);
+    slot = entry;
+    if (slot->first_rank < 0) {
+      slot->first_rank = rank;
+    } else if (!slot->failed.load() && !args.matches(slot->args[static_cast<size_t>(slot->first_rank)])) {
+      const Args& first = slot->args[static_cast<size_t>(slot->first_rank)];
+      slot->mismatch = fmt::format("{} #{}: ranks disagree: rank {} called {}, rank {} called {}", kind_name(first.kind),
+                                   seq, slot->first_rank, first.to_string(), rank, args.to_string());
+      slot->failed.store(true, std::memory_order_release);
+    }
+    slot->args[static_cast<size_t>(rank)] = std::move(args);
+    slot->present[static_cast<size_t>(rank)] = 1;
+    slot->arrived.fetch_add(1, std::memory_order_release);
+  }
+  cv_.notify_all();
+  me.pending.push_back(slot);
+  return slot;
+}
+
+void Group::complete_through(int rank, const Slot& slot) {
+  std::deque<std::shared_ptr<Slot>>& pending = per_rank_[static_cast<size_t>(rank)].pending;
+  while (!slot.finished[static_cast<size_t>(rank)]) {
+    assert(!pending.empty());
+    const std::shared_ptr<Slot> next = pending.front();
+    pending.pop_front();
+    participate(rank, *next);
+  }
+}
+
+void Group::participate(int rank, Slot& slot) {
+  const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout_);
+  std::string error = await(rank, slot, Phase::kArrival, deadline);
+  if (error.empty()) {
+    run_share(rank, slot);
+    {
+      std::lock_guard lock(mu_);
+      slot.share_done[static_cast<size_t>(rank)] = 1;
+      slot.done.fetch_add(1, std::memory_order_release);
+    }
+    cv_.notify_all();
+    error = await(rank, slot, Phase::kShares, deadline);
+  }
+  slot.outcome[static_cast<size_t>(rank)] = std::move(error);
+  slot.finished[static_cast<size_t>(rank)] = 1;
+  std::lock_guard lock(mu_);
+  if (++slot.released == size_) slots_.erase(slot.seq);
+}
+
+Group::State Group::state(const Slot& slot, Phase phase) const {
+  if (phase == Phase::kArrival) {
+    // An aborted group fails even a fully arrived collective: its peers may already have
+    // thrown, and the trainer is shutting down.
+    if (aborted_.load(std::memory_order_acquire)) return State::kAborted;
+    if (slot.failed.load(std::memory_order_acquire)) return State::kFailed;
+    return slot.arrived.load(std::memory_order_acquire) == size_ ? State::kReady : State::kWaiting;
+  }
+  // Every share done means the outputs are complete: success even if an abort followed.
+  if (slot.done.load(std::memory_order_acquire) == size_) return State::kReady;
+  return aborted_.load(std::memory_order_acquire) ? State::kAborted : State::kWaiting;
+}
+
+std::string Group::await(int rank, Slot& slot, Phase phase, Clock::time_point deadline) {
+  State s = State::kWaiting;
+  const Clock::time_point spin_until = Clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if ((s = state(slot, phase)) != State::kWaiting) break;
+    if (i % 64 == 63 && Clock::now() >= spin_until) break;
+    cpu_relax();
+  }
+  const char* name = kind_name(slot.args[static_cast<size_t>(rank)].kind);
+  if (s == State::kWaiting) {
+    std::unique_lock lock(mu_);
+    cv_.wait_until(lock, deadline, [&] { return (s = state(slot, phase)) != State::kWaiting; });
+    if (s == State::kWaiting) {
+      std::string message =
+          phase == Phase::kArrival
+              ? fmt::format("{} #{}: timed out after {:g} s waiting for {}", name, slot.seq, timeout_.count(),
+                            rank_list(slot.present))
+              : fmt::format("{} #{}: timed out after {:g} s waiting for {} to do their share (issued, never waited)",
+                            name, slot.seq, timeout_.count(), rank_list(slot.share_done));
+      abort_locked(message);
+      return message;
+    }
+  }
+  switch (s) {
+    case State::kReady: return {};
+    case State::kFailed: return slot.mismatch;
+    default: return fmt::format("{} #{}: aborted: {}", name, slot.seq, abort_reason_);
+  }
+}
+
+void Group::run_share(int rank, const Slot& slot) const {
+  const Args& mine = slot.args[static_cast<size_t>(rank)];
+  std::vector<float*> outputs(static_cast<size_t>(size_));
+  std::vector<const float*> inputs(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    const Args& a = slot.args[static_cast<size_t>(r)];
+    if (a.kind == Kind::kBarrier) return;
+    inputs[static_cast<size_t>(r)] = a.input.data<float>();
+    outputs[static_cast<size_t>(r)] = a.output.data<float>();
+  }
+  const int64_t count = mine.count;
+  switch (mine.kind) {
+    case Kind::kAllReduce: {
+      const auto [begin, end] = chunk(count, rank, size_);
+      reduce_block(inputs, outputs, begin, begin, end - begin, mine.op);
+      break;
+    }
+    case Kind::kBroadcast: {
+      const auto [begin, end] = chunk(count, rank, size_);
+      for (int r = 0; r < size_; ++r) {
+        if (r != mine.root && end > begin) {
+          std::memcpy(outputs[r] + begin, inputs[mine.root] + begin, static_cast<size_t>(end - begin) * sizeof(float));
+        }
+      }
+      break;
+    }
+    case Kind::kAllGather:
+      for (int r = 0; r < size_; ++r) {
+        if (count > 0) std::memcpy(outputs[r] + rank * count, inputs[rank], static_cast<size_t>(count) * sizeof(float));
+      }
+      break;
+    case Kind::kReduceScatter: {
+      float* out = outputs[rank];
+      reduce_block(inputs, std::span<float* const>(&out, 1), rank * count, 0, count, mine.op);
+      break;
+    }
+    case Kind::kBarrier: break;
+  }
+}
+
+void Group::abort(const std::string& reason) {
+  {
+    std::lock_guard lock(mu_);
+    abort_locked(reason);
+  }
+  cv_.notify_all();
+}
+
+void Group::abort_locked(const std::string& reason) {
+  if (aborted_.load()) return;  // the first reason wins
+  abort_reason_ = reason;
+  aborted_.store(true, std::memory_order_release);
+  cv_.notify_all();
+}
+
+class LocalWork final : public Work {
+ public:
+  LocalWork(std::shared_ptr<Group> group, int rank, std::shared_ptr<Slot> slot)
+      : group_(std::move(group)), rank_(rank), slot_(std::move(slot)) {}
+
+  void wait() override {
+    group_->complete_through(rank_, *slot_);
+    const std::string& error = slot_->outcome[static_cast<size_t>(rank_)];
+    if (!error.empty()) throw CollectiveError(error);
+  }
+
+ private:
+  std::shared_ptr<Group> group_;
+  int rank_;
+  std::shared_ptr<Slot> slot_;
+};
+
+class LocalCommunicator final : public Communicator {
+ public:
+  LocalCommunicator(std::shared_ptr<Group> group, int rank) : group_(std::move(group)), rank_(rank) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return group_->size(); }
+  std::string backend() const override { return "local"; }
+
+  std::unique_ptr<Work> all_reduce_async(Tensor tensor, ReduceOp op) override {
+    check_tensor("all_reduce", "tensor", tensor);
+    const int64_t n = tensor.numel();
+    return start({.kind = Kind::kAllReduce, .input = tensor, .output = tensor, .count = n, .op = op});
+  }
+
+  std::unique_ptr<Work> broadcast_async(Tensor tensor, int root) override {
+    check_tensor("broadcast", "tensor", tensor);
+    if (root < 0 || root >= size()) {
+      throw_error<ValueError>("broadcast: expected root in [0, {}), got {}", size(), root);
+    }
+    const int64_t n = tensor.numel();
+    return start({.kind = Kind::kBroadcast, .input = tensor, .output = tensor, .count = n, .root = root});
+  }
+
+  std::unique_ptr<Work> all_gather_async(Tensor input, Tensor output) override {
+    check_tensor("all_gather", "input", input);
+    check_tensor("all_gather", "output", output);
+    check_blocks("all_gather", "output", output, "input", input);
+    const int64_t n = input.numel();
+    return start({.kind = Kind::kAllGather, .input = input, .output = output, .count = n});
+  }
+
+  std::unique_ptr<Work> reduce_scatter_async(Tensor input, Tensor output, ReduceOp op) override {
+    check_tensor("reduce_scatter", "input", input);
+    check_tensor("reduce_scatter", "output", output);
+    check_blocks("reduce_scatter", "input", input, "output", output);
+    const int64_t n = output.numel();
+    return start({.kind = Kind::kReduceScatter, .input = input, .output = output, .count = n, .op = op});
+  }
+
+  std::unique_ptr<Work> barrier_async() override { return start({.kind = Kind::kBarrier}); }
+
+  void abort(const std::string& reason) override { group_->abort(reason); }
+
+ private:
+  std::unique_ptr<Work> start(Args args) {
+    std::shared_ptr<Slot> slot = group_->arrive(rank_, std::move(args));
+    return std::make_unique<LocalWork>(group_, rank_, std::move(slot));
+  }
+
+  // Tensors are contiguous by construction (core/tensor.h), so only definedness, dtype
+  // and device need checking.
+  static void check_tensor(const char* op, const char* what, const Tensor& t) {
+    if (!t.defined()) throw_error<ValueError>("{}: {} is an undefined tensor", op, what);
+    if (t.dtype() != kFloat32) {
+      throw_error<DTypeError>("{}: expected a float32 {}, got {} {}", op, what, dtype_name(t.dtype()),
+                              t.shape().to_string());
+    }
+    if (!t.device().is_cpu()) {
+      throw_error<ValueError>("{}: expected a {} on the CPU, got one on {}", op, what, t.device().to_string());
+    }
+  }
+
+  // `big` must hold size() blocks of `small`'s element count.
+  void check_blocks(const char* op, const char* big_name, const Tensor& big, const char* small_name,
+                    const Tensor& small) const {
+    if (big.numel() != size() * small.numel()) {
+      throw_error<ShapeError>("{}: expected {} with {} x {} = {} elements ({} ranks x {} elements), got shape {}", op,
+                              big_name, size(), small.numel(), size() * small.numel(), small_name,
+                              small.shape().to_string(), big.shape().to_string());
+    }
+  }
+
+  std::shared_ptr<Group> group_;
+  int rank_;
+};
+
+}  // namespace
+
+Seconds collective_timeout_from_env() {
+  const char* text = std::getenv("CHORUS_COLLECTIVE_TIMEOUT");
+  if (text == nullptr || *text == '\0') return Seconds(300);
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (*end != '\0' || !(seconds > 0)) {
+    throw_error<ValueError>("CHORUS_COLLECTIVE_TIMEOUT: expected a positive number of seconds, got '{}'", text);
+  }
+  return Seconds(seconds);
+}
+
+std::vector<std::unique_ptr<Communicator>> make_local_communicators(int size, Seconds timeout) {
+  if (size < 1) throw_error<ValueError>("make_local_communicators: expected size >= 1, got {}", size);
+  if (!(timeout.count() > 0)) {
+    throw_error<ValueError>("make_local_communicators: expected a positive timeout, got {} s", timeout.count());
+  }
+  auto group = std::make_shared<Group>(size, timeout);
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < size; ++r) comms.push_back(std::make_unique<LocalCommunicator>(group, r));
+  return comms;
+}
+
+}  // namespace chorus::distribute

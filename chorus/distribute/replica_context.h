@@ -1,0 +1,81 @@
+// ReplicaContext: what code running inside one replica of a data-parallel step can ask
+// of the distribution (tf.distribute's ReplicaContext). The trainer installs one on each
+// replica thread for the duration of a step; current() is nullptr elsewhere, and every
+// caller then behaves as on one device. This header depends only on core and autograd so
+// that layers and optimizers can use it; the implementation lives in replica_pool.cc.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "chorus/autograd/tape.h"
+#include "chorus/autograd/variable.h"
+
+namespace chorus::distribute {
+
+class ReplicaContext {
+ public:
+  virtual ~ReplicaContext() = default;
+
+  // The context of the calling thread's replica step, or nullptr outside one.
+  static ReplicaContext* current();
+
+  int replica_id() const { return replica_id_; }
+  int num_replicas() const { return num_replicas_; }
+  // This replica's slice of the global batch: rows [row_offset, row_offset + local_rows)
+  // of global_rows.
+  int64_t row_offset() const { return row_offset_; }
+  int64_t local_rows() const { return local_rows_; }
+  int64_t global_rows() const { return global_rows_; }
+
+  // A random stream for `owner` (a layer) in this step: the same number on every replica
+  // and in every run, different for each step and for each call of `owner` within the
+  // step. Dropout draws its mask from it, indexed by global row, so masks do not depend
+  // on the number of replicas.
+  virtual uint64_t random_stream(const void* owner) = 0;
+
+  // The tape hook for the gradients of `variables` (the model's trainable weights): each
+  // gradient is scaled by local_rows / global_rows (the loss is the mean over the global
+  // batch) and all-reduced in buckets while the backward pass is still running. Pass it
+  // to GradientTape::gradient, then give the gradients to Optimizer::apply_gradients.
+  virtual autograd::GradientReadyFn stream_gradients(std::span<const autograd::Variable> variables) = 0;
+
+  // Optimizer::apply_gradients inside a replica: reduces `grads` across replicas (those
+  // that were streamed are ready or in flight), then runs `update` with the reduced
+  // gradients on one replica while the others wait. Returns when the update is done.
+  using Update = std::function<void(std::span<const Tensor> grads, std::span<const autograd::Variable> variables)>;
+  virtual void apply_gradients(std::span<const Tensor> grads, std::span<const autograd::Variable> variables,
+                               const Update& update) = 0;
+
+  // Assigns `value` to a non-trainable variable (BatchNormalization's moving statistics)
+  // after the step: the replicas' values averaged, weighted by their rows.
+  virtual void assign_mean(const autograd::Variable& variable, const Tensor& value) = 0;
+
+ protected:
+  ReplicaContext(int replica_id, int num_replicas) : replica_id_(replica_id), num_replicas_(num_replicas) {}
+  void set_slice(int64_t row_offset, int64_t local_rows, int64_t global_rows) {
+    row_offset_ = row_offset;
+    local_rows_ = local_rows;
+    global_rows_ = global_rows;
+  }
+
+ private:
+  int replica_id_;
+  int num_replicas_;
+  int64_t row_offset_ = 0, local_rows_ = 0, global_rows_ = 0;
+};
+
+// Installs `context` as the calling thread's current one for its lifetime.
+class ReplicaContextScope {
+ public:
+  explicit ReplicaContextScope(ReplicaContext* context);
+  ~ReplicaContextScope();
+  ReplicaContextScope(const ReplicaContextScope&) = delete;
+  ReplicaContextScope& operator=(const ReplicaContextScope&) = delete;
+
+ private:
+  ReplicaContext* previous_;
+};
+
+}  // namespace chorus::distribute

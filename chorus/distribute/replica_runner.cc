@@ -1,0 +1,136 @@
+#include "chorus/distribute/replica_runner.h"
+
+#include <unordered_map>
+
+#include "chorus/autograd/tape.h"
+#include "chorus/distribute/replica_context.h"
+#include "chorus/ops/operators.h"
+
+namespace chorus::distribute {
+namespace {
+
+thread_local ReplicaContext* t_context = nullptr;
+
+}  // namespace
+
+ReplicaContext* ReplicaContext::current() { return t_context; }
+
+ReplicaContextScope::ReplicaContextScope(ReplicaContext* context) : previous_(t_context) { t_context = context; }
+ReplicaContextScope::~ReplicaContextScope() { t_context = previous_; }
+
+// One replica's view of the current step.
+class ReplicaRunner::Context final : public ReplicaContext {
+ public:
+  Context(int replica, int replicas, GradientReducer& reducer) : ReplicaContext(replica, replicas), reducer_(reducer) {}
+
+  void begin_step(uint64_t step, int64_t begin, int64_t end, int64_t rows, Communicator* communicator) {
+    set_slice(begin, end - begin, rows);
+    step_ = step;
+    communicator_ = communicator;
+    calls_.clear();
+    assigns_.clear();
+    begun_ = false;
+  }
+
+  uint64_t random_stream(const void* owner) override {
+    // The top bit keeps these apart from the single-device call counters.
+    return (uint64_t{1} << 63) | (step_ << 16) | (calls_[owner]++ & 0xffff);
+  }
+
+  autograd::GradientReadyFn stream_gradients(std::span<const autograd::Variable> variables) override {
+    begin(variables);
+    return [this](size_t index, const Tensor& gradient) { reducer_.ready(replica_id(), index, gradient); };
+  }
+
+  void apply_gradients(std::span<const Tensor> grads, std::span<const autograd::Variable> variables,
+                       const Update& update) override {
+    if (!begun_) begin(variables);
+    std::vector<Tensor> reduced = reducer_.finish(replica_id(), grads, variables);
+    begun_ = false;
+    // Every replica has finished its backward pass (the reductions needed all of them):
+    // one replica updates the shared variables while the others wait at the barrier.
+    if (replica_id() == 0) {
+      try {
+        update(reduced, variables);
+      } catch (...) {
+        communicator_->abort("the optimizer update on replica 0 failed");
+        throw;
+      }
+    }
+    communicator_->barrier();
+  }
+
+  void assign_mean(const autograd::Variable& variable, const Tensor& value) override {
+    assigns_.emplace_back(variable, value);
+  }
+
+  const std::vector<std::pair<autograd::Variable, Tensor>>& assigns() const { return assigns_; }
+
+ private:
+  void begin(std::span<const autograd::Variable> variables) {
+    const float scale = static_cast<float>(static_cast<double>(local_rows()) / static_cast<double>(global_rows()));
+    reducer_.begin(replica_id(), variables, scale, communicator_);
+    begun_ = true;
+  }
+
+  GradientReducer& reducer_;
+  Communicator* communicator_ = nullptr;
+  uint64_t step_ = 0;
+  bool begun_ = false;
+  std::unordered_map<const void*, uint64_t> calls_;
+  std::vector<std::pair<autograd::Variable, Tensor>> assigns_;
+};
+
+ReplicaRunner::ReplicaRunner(std::shared_ptr<ReplicaPool> pool) : pool_(std::move(pool)), reducer_(pool_->size()) {
+  for (int r = 0; r < pool_->size(); ++r) contexts_.push_back(std::make_unique<Context>(r, pool_->size(), reducer_));
+}
+
+ReplicaRunner::~ReplicaRunner() = default;
+
+std::vector<std::pair<int64_t, int64_t>> ReplicaRunner::split(int64_t rows, int replicas) {
+  std::vector<std::pair<int64_t, int64_t>> slices;
+  const int64_t base = rows / replicas, extra = rows % replicas;
+  int64_t begin = 0;
+  for (int r = 0; r < replicas; ++r) {
+    const int64_t end = begin + base + (r < extra ? 1 : 0);
+    slices.emplace_back(begin, end);
+    begin = end;
+  }
+  return slices;
+}
+
+int ReplicaRunner::run(int64_t global_rows, const std::function<void(int, int64_t, int64_t)>& step) {
+  const auto slices = split(global_rows, pool_->size());
+  int active = 0;
+  while (active < pool_->size() && slices[static_cast<size_t>(active)].second > slices[static_cast<size_t>(active)].first) {
+    ++active;
+  }
+  if (active == 0) active = 1;  // an empty batch still runs (replica 0, no rows), as on one device
+  const uint64_t step_index = steps_++;
+  pool_->run(active, [&](int replica) {
+    Context& context = *contexts_[static_cast<size_t>(replica)];
+    const auto [begin, end] = slices[static_cast<size_t>(replica)];
+    context.begin_step(step_index, begin, end, global_rows, &pool_->communicator(replica));
+    ReplicaContextScope scope(&context);
+    step(replica, begin, end);
+  });
+  // Deferred assigns: the replicas' values weighted by their rows, added in replica order.
+  const auto& first = contexts_[0]->assigns();
+  for (size_t k = 0; k < first.size(); ++k) {
+    autograd::NoGradGuard no_grad;
+    Tensor sum;
+    for (int r = 0; r < active; ++r) {
+      const auto& assigns = contexts_[static_cast<size_t>(r)]->assigns();
+      if (k >= assigns.size()) continue;
+      const double weight = global_rows > 0 ? static_cast<double>(contexts_[static_cast<size_t>(r)]->local_rows()) /
+                                                   static_cast<double>(global_rows)
+                                             : 1.0;
+      Tensor term = assigns[k].second * weight;
+      sum = sum.defined() ? sum + term : term;
+    }
+    first[k].first.assign(sum);
+  }
+  return active;
+}
+
+}  // namespace chorus::distribute

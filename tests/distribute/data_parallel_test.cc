@@ -1,0 +1,274 @@
+// DataParallel training equals one device: the same weights after N steps (relative
+// difference <= 1e-5) for 1-4 logical devices, uneven and empty slices included; the
+// same bits run to run; exact metrics; distributed evaluate and predict; bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "chorus/backend/cpu/parallel.h"
+#include "chorus/chorus.h"
+#include "tests/models/model_test_util.h"
+
+namespace chorus {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+namespace dist = chorus::distribution;
+
+// Logical devices for the test (more than cores is allowed), restored afterwards.
+class DataParallelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backend::cpu::set_intra_op_threads(1);
+    distribute::set_cpu_devices(4);
+  }
+  void TearDown() override {
+    dist::set_distribution(nullptr);
+    distribute::set_cpu_devices(0);
+  }
+};
+
+std::vector<Device> first_devices(int n) {
+  std::vector<Device> out;
+  for (int i = 0; i < n; ++i) out.push_back(Device::cpu(i));
+  return out;
+}
+
+double max_relative_difference(const std::vector<autograd::Variable>& a, const std::vector<autograd::Variable>& b) {
+  double worst = 0;
+  for (size_t k = 0; k < a.size(); ++k) {
+    const auto x = a[k].value().to_vector<float>(), y = b[k].value().to_vector<float>();
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double scale = std::max({std::abs(static_cast<double>(x[i])), std::abs(static_cast<double>(y[i])), 1e-3});
+      worst = std::max(worst, std::abs(static_cast<double>(x[i]) - y[i]) / scale);
+    }
+  }
+  return worst;
+}
+
+struct MlpRun {
+  std::unique_ptr<models::Model> model;
+  models::History history;
+};
+
+// Trains the small MLP on 103 rows in batches of 16 (the last has 7 rows) for 3 epochs,
+// with `devices` replicas (0: no distribution at all).
+MlpRun train_mlp(int devices, int64_t batch_size = 16, Shared<optimizers::Optimizer> optimizer = "adam") {
+  layers::set_random_seed(7);
+  std::shared_ptr<dist::Distribution> distribution;
+  if (devices > 0) distribution = std::make_shared<dist::DataParallel>(first_devices(devices));
+  dist::set_distribution(distribution);
+  MlpRun run{testing::small_mlp(), {}};
+  run.model->compile({.optimizer = std::move(optimizer),
+                      .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                      .metrics = {"sparse_categorical_accuracy"}});
+  dist::set_distribution(nullptr);
+  auto blobs = testing::separable_blobs(103, 3);
+  run.history = run.model->fit(blobs.x, blobs.y, {.epochs = 3, .batch_size = batch_size, .verbose = 0, .shuffle = false});
+  return run;
+}
+
+TEST_F(DataParallelTest, MlpMatchesOneDeviceOnOneToFourReplicas) {
+  MlpRun reference = train_mlp(0);
+  for (int devices = 1; devices <= 4; ++devices) {
+    SCOPED_TRACE(devices);
+    MlpRun run = train_mlp(devices);
+    EXPECT_LE(max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
+    // The reported loss and accuracy are the global batch's (exact merge of replica states).
+    for (const char* key : {"loss", "sparse_categorical_accuracy"}) {
+      const auto& got = run.history.history.at(key);
+      const auto& want = reference.history.history.at(key);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t e = 0; e < got.size(); ++e) EXPECT_NEAR(got[e], want[e], 1e-6) << key << " epoch " << e;
+    }
+  }
+}
+
+TEST_F(DataParallelTest, SgdWithMomentumMatchesOneDevice) {
+  // Unlike Adam, SGD's step is proportional to the gradient: a wrong scale shows.
+  auto sgd = [] { return optimizers::SGD({.learning_rate = 0.1, .momentum = 0.9, .nesterov = true}); };
+  MlpRun reference = train_mlp(0, 16, sgd());
+  for (int devices = 2; devices <= 3; ++devices) {
+    SCOPED_TRACE(devices);
+    MlpRun run = train_mlp(devices, 16, sgd());
+    EXPECT_LE(max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
+  }
+}
+
+TEST_F(DataParallelTest, BatchSmallerThanReplicaCountIsExact) {
+  // Batches of 2 rows over 4 replicas: two replicas get nothing in every step.
+  MlpRun reference = train_mlp(0, 2);
+  MlpRun run = train_mlp(4, 2);
+  EXPECT_LE(max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
+}
+
+TEST_F(DataParallelTest, SameRunTwiceGivesIdenticalBits) {
+  MlpRun a = train_mlp(3), b = train_mlp(3);
+  const auto wa = a.model->weights(), wb = b.model->weights();
+  for (size_t k = 0; k < wa.size(); ++k) EXPECT_TRUE(testing::same_bits(wa[k].value(), wb[k].value())) << wa[k].path();
+}
+
+// The two-tower retrieval model of DESIGN.md §1 (without the retrieval layer).
+class TwoTower : public models::Model {
+ public:
+  TwoTower(int64_t users, int64_t movies)
+      : user_(add<layers::Embedding>(users, 8)), movie_(add<layers::Embedding>(movies, 8)) {}
+  Tree call(const Tree& x, bool) override { return Tree{{"user_embeddings", (*user_)(x.tensor())}}; }
+  Tensor compute_loss(const Tree&, const Tree& y, const Tree& y_pred, const Tensor&) override {
+    Tensor scores = ops::sum(y_pred["user_embeddings"].tensor() * (*movie_)(y["movie_id"].tensor()), 1, true);
+    return losses::MeanSquaredError()(ops::expand_dims(y["rating"].tensor(), -1), scores);
+  }
+
+ private:
+  layers::Embedding* user_;
+  layers::Embedding* movie_;
+};
+
+std::unique_ptr<TwoTower> train_two_tower(int devices) {
+  layers::set_random_seed(11);
+  if (devices > 0) dist::set_distribution(dist::DataParallel(first_devices(devices)));
+  auto model = std::make_unique<TwoTower>(30, 40);
+  model->compile({.optimizer = optimizers::Adagrad(0.2)});
+  dist::set_distribution(nullptr);
+  Generator gen(5);
+  const int64_t n = 250;
+  Tensor users = Tensor::empty({n}, kInt32), movies = Tensor::empty({n}, kInt32);
+  for (int64_t i = 0; i < n; ++i) {
+    users.data<int32_t>()[i] = static_cast<int32_t>((i * 7) % 30);
+    movies.data<int32_t>()[i] = static_cast<int32_t>((i * 13) % 40);
+  }
+  Tensor ratings = uniform(Shape{n}, gen, 0, 1);
+  auto data = data::Dataset::from_tensor_slices(
+                  Tree::list({users, Tree{{"movie_id", movies}, {"rating", ratings}}}))
+                  .batch(64);  // 64, 64, 64, 58
+  model->fit(data, {.epochs = 4, .verbose = 0});
+  return model;
+}
+
+TEST_F(DataParallelTest, TwoTowerMatchesOneDeviceOnOneToFourReplicas) {
+  auto reference = train_two_tower(0);
+  for (int devices = 1; devices <= 4; ++devices) {
+    SCOPED_TRACE(devices);
+    auto model = train_two_tower(devices);
+    EXPECT_LE(max_relative_difference(model->weights(), reference->weights()), 1e-5);
+  }
+}
+
+TEST_F(DataParallelTest, EvaluateAndPredictAreDistributedInInputOrder) {
+  MlpRun reference = train_mlp(0);
+  MlpRun run = train_mlp(3);
+  auto blobs = testing::separable_blobs(41, 9);
+  models::Logs want = reference.model->evaluate(blobs.x, blobs.y, {.batch_size = 10, .verbose = 0});
+  models::Logs got = run.model->evaluate(blobs.x, blobs.y, {.batch_size = 10, .verbose = 0});
+  EXPECT_NEAR(got.at("loss"), want.at("loss"), 1e-5);
+  EXPECT_DOUBLE_EQ(got.at("sparse_categorical_accuracy"), want.at("sparse_categorical_accuracy"));
+  Tensor p_want = reference.model->predict(blobs.x, {.batch_size = 10}).tensor();
+  Tensor p_got = run.model->predict(blobs.x, {.batch_size = 10}).tensor();
+  ASSERT_EQ(p_got.shape(), p_want.shape());
+  const auto a = p_got.to_vector<float>(), b = p_want.to_vector<float>();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4) << i;
+}
+
+TEST_F(DataParallelTest, MirroredStrategyScopeIsCapturedByCompile) {
+  MlpRun reference = train_mlp(0);
+  distribute::MirroredStrategy strategy(first_devices(2));
+  EXPECT_EQ(strategy.num_replicas_in_sync(), 2);
+  layers::set_random_seed(7);
+  std::unique_ptr<models::Model> model;
+  {
+    auto scope = strategy.scope();
+    model = testing::small_mlp();
+    model->compile({.optimizer = "adam", .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                    .metrics = {"sparse_categorical_accuracy"}});
+  }
+  EXPECT_EQ(dist::distribution(), nullptr);  // the scope restored the previous one
+  ASSERT_NE(model->distribution(), nullptr);
+  EXPECT_EQ(model->distribution()->num_replicas(), 2);
+  auto blobs = testing::separable_blobs(103, 3);
+  model->fit(blobs.x, blobs.y, {.epochs = 3, .batch_size = 16, .verbose = 0, .shuffle = false});
+  EXPECT_LE(max_relative_difference(model->weights(), reference.model->weights()), 1e-5);
+}
+
+TEST_F(DataParallelTest, BatchNormMovingMeanMatchesOneDevice) {
+  auto train = [](int devices) {
+    layers::set_random_seed(3);
+    if (devices > 0) dist::set_distribution(dist::DataParallel(first_devices(devices)));
+    Tensor x = layers::Input({4});
+    Tensor h = layers::BatchNormalization()(x);
+    auto model = std::make_unique<models::Model>(x, layers::Dense(2)(h));
+    model->compile({.optimizer = "sgd", .loss = "mse"});
+    dist::set_distribution(nullptr);
+    Generator gen(4);
+    model->fit(uniform(Shape{30, 4}, gen, -2, 3), uniform(Shape{30, 2}, gen), {.batch_size = 15, .verbose = 0, .shuffle = false});
+    return model;
+  };
+  auto reference = train(0), model = train(2);
+  // The moving mean is the row-weighted mean of the slices' means: the global mean.
+  for (size_t k = 0; k < reference->weights().size(); ++k) {
+    if (reference->weights()[k].path().find("moving_mean") == std::string::npos) continue;
+    const auto a = model->weights()[k].value().to_vector<float>(), b = reference->weights()[k].value().to_vector<float>();
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6);
+  }
+}
+
+TEST_F(DataParallelTest, DropoutMasksDoNotDependOnTheReplicaCount) {
+  auto train = [](int devices) {
+    layers::set_random_seed(5);
+    dist::set_distribution(dist::DataParallel(first_devices(devices)));
+    Tensor x = layers::Input({4});
+    Tensor h = layers::Dropout(0.5)(layers::Dense(16, {.activation = "relu"})(x));
+    auto model = std::make_unique<models::Model>(x, layers::Dense(3)(h));
+    model->compile({.optimizer = "sgd", .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
+    dist::set_distribution(nullptr);
+    auto blobs = testing::separable_blobs(50, 3);
+    model->fit(blobs.x, blobs.y, {.epochs = 2, .batch_size = 25, .verbose = 0, .shuffle = false});
+    return model;
+  };
+  auto two = train(2), three = train(3);
+  EXPECT_LE(max_relative_difference(two->weights(), three->weights()), 1e-5);
+}
+
+TEST_F(DataParallelTest, ReplicaErrorsReachTheCaller) {
+  dist::set_distribution(dist::DataParallel(first_devices(2)));
+  auto model = testing::small_mlp();
+  model->compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
+  auto blobs = testing::separable_blobs(8, 1);
+  blobs.y.data<int32_t>()[6] = 12;  // in replica 1's slice
+  EXPECT_THAT([&] { model->fit(blobs.x, blobs.y, {.batch_size = 8, .verbose = 0}); },
+              ThrowsMessage<IndexError>(HasSubstr("12")));
+  // The model still trains afterwards (a fresh communicator group).
+  blobs.y.data<int32_t>()[6] = 1;
+  EXPECT_NO_THROW(model->fit(blobs.x, blobs.y, {.batch_size = 8, .verbose = 0}));
+}
+
+TEST_F(DataParallelTest, DevicesAndBadDevices) {
+  EXPECT_EQ(distribute::list_devices().size(), 4u);
+  EXPECT_EQ(devices()[3], Device::cpu(3));
+  distribute::set_cpu_devices(0);
+  EXPECT_EQ(static_cast<int>(devices().size()), distribute::physical_cores());
+  EXPECT_THAT([] { dist::DataParallel({Device::cpu(0), Device::cpu(99)}); },
+              ThrowsMessage<IndexError>(HasSubstr("cpu:99 does not exist")));
+  EXPECT_THAT([] { dist::DataParallel({Device::cpu(0), Device::cpu(0)}); },
+              ThrowsMessage<ValueError>(HasSubstr("cpu:0 is listed twice")));
+  EXPECT_THAT([] { dist::DeviceMesh({2, 2}, {"batch"}, {Device::cpu(0)}); },
+              ThrowsMessage<ValueError>(HasSubstr("2 dimensions but 1 axis names")));
+  EXPECT_THAT([] { distribute::list_devices("tpu"); }, ThrowsMessage<ValueError>(HasSubstr("unknown device type")));
+}
+
+TEST_F(DataParallelTest, LayoutsOfDataParallel) {
+  dist::DataParallel dp(first_devices(2));
+  EXPECT_EQ(dp.batch_dim_name(), "batch");
+  auto layout = dp.get_data_layout(Shape{64, 784});
+  ASSERT_EQ(layout.axes().size(), 2u);
+  EXPECT_EQ(layout.axes()[0], "batch");
+  EXPECT_FALSE(layout.axes()[1].has_value());
+  dist::DeviceMesh mesh({2}, {"data"}, first_devices(2));
+  EXPECT_EQ(dist::DataParallel(mesh).batch_dim_name(), "data");
+  EXPECT_THAT([&] { dist::DataParallel(dist::DeviceMesh({1, 2}, {"a", "b"}, first_devices(2))); },
+              ThrowsMessage<ValueError>(HasSubstr("1-D device mesh")));
+}
+
+}  // namespace
+}  // namespace chorus
