@@ -22,6 +22,7 @@
 #include "chorus/models/models.h"
 #include "chorus/ops/ops.h"
 #include "chorus/optimizers/optimizers.h"
+#include "chorus/recsys/recsys.h"
 
 namespace chorus {
 

@@ -1,6 +1,6 @@
 // batch, padded_batch and unbatch. batch copies each element's leaves into one new
 // tensor per leaf as the elements arrive (one memcpy per leaf per element, no ops, no
-// autograd); padded_batch first collects the batch to know its longest element; unbatch
+// autograd) — except over in-memory arrays read in order, whose rows it returns as views; padded_batch first collects the batch to know its longest element; unbatch
 // returns views. batch and padded_batch save their input's position nested; unbatch
 // replays its input up to the current batch.
 #include <algorithm>
@@ -62,9 +62,20 @@ class BatchIterator final : public IteratorImpl {
       : ds_(std::move(ds)), input_(ds_->input().make_iterator(epoch)) {}
 
   std::optional<Tree> next() override {
+    const int64_t size = ds_->batch_size();
+    if (fast_ != Fast::kNo) {
+      // In-memory arrays read in order: the batch is a view of their rows.
+      std::optional<Tree> rows = input_->next_rows(size);
+      if (rows) {
+        fast_ = Fast::kYes;
+        if (ds_->drop_remainder() && rows->flatten()[0].dim(0) < size) return std::nullopt;
+        return rows;
+      }
+      if (fast_ == Fast::kYes) return std::nullopt;  // the end of the pass
+      fast_ = Fast::kNo;
+    }
     std::optional<Tree> first = input_->next();
     if (!first) return std::nullopt;
-    const int64_t size = ds_->batch_size();
     leaves_.clear();
     collect_leaves_like(*first, *first, leaves_);
     outputs_.clear();
@@ -119,6 +130,9 @@ class BatchIterator final : public IteratorImpl {
 
   std::shared_ptr<const BatchDataset> ds_;
   std::unique_ptr<IteratorImpl> input_;
+  // Whether the input hands out stacked views (next_rows); unknown until the first batch.
+  enum class Fast : uint8_t { kUnknown, kYes, kNo };
+  Fast fast_ = Fast::kUnknown;
   // Scratch reused across batches (no per-element allocation): element 0's leaves, then
   // the current element's; the batch's tensors; bytes per row of each.
   std::vector<const Tensor*> leaves_;

@@ -27,6 +27,11 @@ class IteratorImpl {
   // The default calls next(); stages that can skip without producing elements (slices,
   // map, batch, ...) override it, which keeps restore-by-replay cheap.
   virtual int64_t advance(int64_t n);
+  // The next up-to-`n` elements already stacked along a new first axis, as views of the
+  // stage's own storage (no copy), or nullopt if this stage cannot (the default) — then
+  // nothing was consumed. batch() asks first: slices of in-memory arrays in order batch
+  // for free. Returns an empty-rowed Tree never; nullopt also at the end of the pass.
+  virtual std::optional<Tree> next_rows(int64_t /*n*/) { return std::nullopt; }
   // This stage's state now, as JSON: {"op": name(), ...}, nesting its input's state
   // where that is how it restores (others replay their input from the start of the
   // pass: shuffle, prefetch, parallel map, unbatch, a recording cache).

@@ -23,6 +23,10 @@ class TensorSlicesDataset final : public DatasetImpl {
     return transform_leaves(tree_, [row](size_t, const Tensor& leaf) { return row_view(leaf, row); });
   }
   int64_t rows() const { return rows_; }
+  // Elements [begin, end) stacked: every leaf's rows as one view.
+  Tree rows_between(int64_t begin, int64_t end) const {
+    return transform_leaves(tree_, [=](size_t, const Tensor& leaf) { return leaf.first_axis_slice(begin, end); });
+  }
 
  private:
   Tree tree_;
@@ -40,6 +44,11 @@ class TensorSlicesIterator final : public IteratorImpl {
     const int64_t skipped = std::clamp<int64_t>(ds_->rows() - index_, 0, n);
     index_ += skipped;
     return skipped;
+  }
+  std::optional<Tree> next_rows(int64_t n) override {
+    const int64_t begin = index_, count = advance(n);
+    if (count == 0) return std::nullopt;
+    return ds_->rows_between(begin, begin + count);
   }
   nlohmann::json position() const override { return {{"op", "from_tensor_slices"}, {"index", index_}}; }
   void restore(const nlohmann::json& state) override {

@@ -1,9 +1,11 @@
-// ReplicaPool: one long-lived thread per device, each with that device's share of the
+// ReplicaPool: the threads replicas run on — replica 0 on the thread that calls run(),
+// one long-lived thread for each other device — each with its device's share of the
 // cores as its intra-op budget, and the in-process communicators that connect them.
-// run() hands every replica thread a function and returns when all are done. Owned by a
+// run() hands every replica a function and returns when all are done. Owned by a
 // Distribution; run() is called from one thread at a time.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -42,6 +44,7 @@ class ReplicaPool {
 
  private:
   void thread_main(int replica);
+  void run_job(int replica);
 
   std::vector<Device> devices_;
   // groups_[k]: the communicators of a group of k replicas, made on first use and
@@ -49,12 +52,16 @@ class ReplicaPool {
   std::vector<std::vector<std::unique_ptr<Communicator>>> groups_;
   int active_ = 0;
 
+  // Hand-off: a step takes tens of microseconds on small models, so both sides spin
+  // briefly on the atomics before sleeping on the condition variables.
   std::mutex mutex_;
   std::condition_variable work_ready_, work_done_;
   const std::function<void(int)>* job_ = nullptr;
-  uint64_t generation_ = 0;
-  int remaining_ = 0;
-  bool stopping_ = false;
+  // (run number << 16) | active replicas, published in one store so a worker never
+  // mixes one run's number with another's replica count.
+  std::atomic<uint64_t> run_state_{0};
+  std::atomic<int> remaining_{0};
+  std::atomic<bool> stopping_{false};
   std::vector<std::exception_ptr> errors_;
   std::vector<std::thread> threads_;
 };

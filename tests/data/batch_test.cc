@@ -63,12 +63,24 @@ TEST(DatasetBatchTest, StacksRowsLikeALoop) {
   }
 }
 
-TEST(DatasetBatchTest, BatchesAreFreshTensors) {
-  Tensor x = random_tensor({8}, 1);
+TEST(DatasetBatchTest, InOrderSlicesBatchAsViewsOtherwiseFreshTensors) {
+  Tensor x = random_tensor({10}, 1);
+  // In-memory arrays read in order: each batch is a view of its rows (no copy).
   auto it = Dataset::from_tensor_slices(Tree(x)).batch(4).iterator();
-  auto first = it.next(), second = it.next();
-  EXPECT_FALSE(first->tensor().shares_storage(x));
-  EXPECT_FALSE(first->tensor().shares_storage(second->tensor()));
+  auto first = it.next(), second = it.next(), third = it.next();
+  EXPECT_TRUE(first->tensor().shares_storage(x));
+  EXPECT_EQ(second->tensor().to_vector<float>(), x.first_axis_slice(4, 8).to_vector<float>());
+  EXPECT_EQ(third->tensor().shape(), Shape{2});
+  EXPECT_FALSE(it.next().has_value());
+  auto dropping = Dataset::from_tensor_slices(Tree(x)).batch(4, /*drop_remainder=*/true).iterator();
+  int batches = 0;
+  while (dropping.next()) ++batches;
+  EXPECT_EQ(batches, 2);  // the short last batch is dropped
+  // After a stage that makes new elements, batches are fresh tensors.
+  auto shuffled = Dataset::from_tensor_slices(Tree(x)).shuffle(10, 3).batch(4).iterator();
+  auto a = shuffled.next(), b = shuffled.next();
+  EXPECT_FALSE(a->tensor().shares_storage(x));
+  EXPECT_FALSE(a->tensor().shares_storage(b->tensor()));
 }
 
 TEST(DatasetBatchTest, MismatchedElementsNameTheLeafAndElement) {

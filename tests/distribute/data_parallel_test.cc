@@ -191,6 +191,24 @@ TEST_F(DataParallelTest, MirroredStrategyScopeIsCapturedByCompile) {
   EXPECT_LE(max_relative_difference(model->weights(), reference.model->weights()), 1e-5);
 }
 
+TEST_F(DataParallelTest, VariablesCreatedOutsideTheScopeAreMirroredToo) {
+  // On a CPU host the mirrors share one buffer, so a model built before the strategy
+  // existed trains data-parallel once it is compiled in the scope.
+  MlpRun reference = train_mlp(0);
+  layers::set_random_seed(7);
+  auto model = testing::small_mlp();
+  distribute::MirroredStrategy strategy(first_devices(3));
+  {
+    auto scope = strategy.scope();
+    model->compile({.optimizer = "adam", .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                    .metrics = {"sparse_categorical_accuracy"}});
+  }
+  auto blobs = testing::separable_blobs(103, 3);
+  model->fit(blobs.x, blobs.y, {.epochs = 3, .batch_size = 16, .verbose = 0, .shuffle = false});
+  EXPECT_EQ(model->distribution()->num_replicas(), 3);
+  EXPECT_LE(max_relative_difference(model->weights(), reference.model->weights()), 1e-5);
+}
+
 TEST_F(DataParallelTest, BatchNormMovingMeanMatchesOneDevice) {
   auto train = [](int devices) {
     layers::set_random_seed(3);

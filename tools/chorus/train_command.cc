@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "examples/mnist_tutorial.h"
+#include "examples/retrieval_tutorial.h"
 #include "tools/chorus/commands.h"
 
 namespace chorus::cli {
@@ -23,10 +24,35 @@ void add_train_command(CLI::App& app) {
   mnist->add_flag("--shuffle", options->shuffle, "Reshuffle the training set every epoch (the tutorial does not)");
   mnist->add_option("--verbose", options->verbose, "0 silent, 1 progress bar, 2 one line per epoch");
   mnist->add_option("--seed", options->seed, "Seed of the validation split and the initial weights");
+  mnist->add_option("--devices", options->devices, "Replicas (MirroredStrategy); 0: every local device")
+      ->check(CLI::NonNegativeNumber);
   mnist->callback([options] {
     examples::get_compiled_model()->summary();
     layers::Layer::reset_names();
     examples::run_mnist_tutorial(*options);
+  });
+
+  auto retrieval_options = std::make_shared<examples::RetrievalTutorialOptions>();
+  CLI::App* retrieval = train->add_subcommand(
+      "movielens-retrieval",
+      "The keras-rs retrieval tutorial: two-tower model on MovieLens 100K, Adagrad, batch 1000, top-10 movies");
+  retrieval->add_option("--data", retrieval_options->data_dir,
+                        "Directory with u.data and u.item (default: fetch movielens-100k into the data cache)");
+  retrieval->add_option("--epochs", retrieval_options->epochs, "Epochs to train")->check(CLI::PositiveNumber);
+  retrieval->add_option("--batch-size", retrieval_options->batch_size, "Global batch size")
+      ->check(CLI::PositiveNumber);
+  retrieval->add_option("--validation-freq", retrieval_options->validation_freq, "Validate every N epochs")
+      ->check(CLI::PositiveNumber);
+  retrieval->add_option("--learning-rate", retrieval_options->learning_rate, "Adagrad's learning rate")
+      ->check(CLI::PositiveNumber);
+  retrieval->add_option("--verbose", retrieval_options->verbose, "0 silent, 1 progress bar, 2 one line per epoch");
+  retrieval->add_option("--seed", retrieval_options->seed, "Seed of the train/test split and the initial weights");
+  retrieval->add_option("--devices", retrieval_options->devices,
+                        "Replicas (DataParallel); 1: no distribution, 0: every local device")
+      ->check(CLI::NonNegativeNumber);
+  retrieval->callback([retrieval_options] {
+    examples::RetrievalTutorialResult result = examples::run_retrieval_tutorial(*retrieval_options);
+    examples::print_recommendations(result.recommendations);
   });
 }
 

@@ -1,0 +1,145 @@
+#include "examples/retrieval_tutorial.h"
+
+#include <algorithm>
+#include <iostream>
+#include <optional>
+
+namespace chorus::examples {
+namespace ch = chorus;
+namespace ml = datasets::movielens_100k;
+
+RetrievalModel::RetrievalModel(int64_t num_users, int64_t num_candidates, int64_t embedding_dimension,
+                               bool retrieve_in_evaluation)
+    : Model("RetrievalModel", ""),
+      // Our query tower, simply an embedding table.
+      user_(add<layers::Embedding>(num_users, embedding_dimension)),
+      // Our candidate tower, simply an embedding table.
+      movie_(add<layers::Embedding>(num_candidates, embedding_dimension)),
+      // The layer that performs the retrieval.
+      retrieval_(add<recsys::BruteForceRetrieval>(/*k=*/10, /*return_scores=*/false)),
+      retrieve_in_evaluation_(retrieve_in_evaluation) {}
+
+void RetrievalModel::build(const Tree& inputs) {
+  user_->build_from(inputs);
+  movie_->build_from(inputs);
+  // In this case, the candidates are directly the movie embeddings: the retrieval
+  // reads the table itself, so it always sees the trained weights.
+  retrieval_->set_candidate_embeddings(movie_->embeddings());
+}
+
+Tree RetrievalModel::call(const Tree& x, bool training) {
+  Tree result{{"user_embeddings", (*user_)(x.tensor())}};
+  // Skip the retrieval of top movies during training as the predictions are not used.
+  if (!training) result["predictions"] = (*retrieval_)(result["user_embeddings"].tensor());
+  return result;
+}
+
+Tensor RetrievalModel::compute_loss(const Tree& /*x*/, const Tree& y, const Tree& y_pred,
+                                    const Tensor& sample_weight) {
+  const Tensor& user_embeddings = y_pred["user_embeddings"].tensor();  // (B, dim)
+  Tensor candidate_embeddings = (*movie_)(y["movie_id"].tensor());    // (B, dim)
+  Tensor labels = ops::expand_dims(y["rating"].tensor(), -1);         // (B, 1)
+  // The affinity score: the dot product of the two embeddings.
+  Tensor scores = ops::sum(ops::multiply(user_embeddings, candidate_embeddings), /*axis=*/1, /*keepdims=*/true);
+  return loss_fn_(labels, scores, sample_weight);
+}
+
+models::Logs RetrievalModel::test_step(const Tree& batch) {
+  // metrics() holds the loss tracker, then any compiled metrics.
+  if (retrieve_in_evaluation_ || metrics().size() > 1 || !batch.is_list() || batch.size() != 2) {
+    return Model::test_step(batch);
+  }
+  const Tree& x = batch[0];
+  const Tree& y = batch[1];
+  autograd::NoGradGuard no_grad;
+  Tree y_pred{{"user_embeddings", (*user_)(x.tensor())}};
+  const Tensor loss = compute_loss(x, y, y_pred);
+  update_metrics(loss, y, y_pred, Tensor());
+  return get_metrics_result();
+}
+
+namespace {
+
+// The tutorial's preprocess_rating: x = the user id, y = the movie id and the rating
+// scaled from 1..5 to 0..1.
+Tree preprocess_rating(const Tree& rating) {
+  const float scaled = (rating["user_rating"].tensor().item<float>() - 1.0f) / 4.0f;
+  return Tree::list({rating["user_id"], Tree{{"movie_id", rating["movie_id"]}, {"rating", scalar(scaled)}}});
+}
+
+std::string resolve_data_dir(const std::string& dir) { return dir.empty() ? data::fetch("movielens-100k") : dir; }
+
+}  // namespace
+
+RetrievalDatasets get_retrieval_datasets(const std::string& dir, int64_t batch_size, uint64_t seed) {
+  const Tree columns = ml::load_ratings(dir);  // the ratings, read once for the count and the dataset
+  // User, movie counts for defining vocabularies.
+  const std::vector<int32_t> users = columns["user_id"].tensor().to_vector<int32_t>();
+  const int64_t users_count = users.empty() ? 0 : *std::max_element(users.begin(), users.end());
+  const auto movies_count = static_cast<int64_t>(ml::load_movies(dir).size());
+  // Preprocess the dataset, and split it into train-test datasets.
+  data::Dataset shuffled = data::Dataset::from_tensor_slices(columns)
+                               .map(preprocess_rating)
+                               .shuffle(100'000, seed, /*reshuffle_each_iteration=*/false);
+  return {.train = shuffled.take(80'000).batch(batch_size).cache(),
+          .test = shuffled.skip(80'000).take(20'000).batch(batch_size).cache(),
+          .users_count = users_count,
+          .movies_count = movies_count};
+}
+
+RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& options) {
+  // The tutorial's change for data parallelism: a DataParallel distribution over the
+  // devices, current while the model is compiled (which captures it).
+  std::optional<distribution::DistributionScope> data_parallel;
+  if (options.devices != 1) {
+    std::vector<Device> devices = distribute::list_devices();
+    if (options.devices > 1) {
+      for (int i = 0; i < options.devices; ++i) distribute::check_device(Device::cpu(i));
+      devices.resize(static_cast<size_t>(options.devices));
+    }
+    data_parallel.emplace(distribution::DataParallel(devices).scope());
+  }
+  const std::string dir = resolve_data_dir(options.data_dir);
+  layers::set_random_seed(options.seed);  // the same initial weights every run
+  RetrievalDatasets data = get_retrieval_datasets(dir, options.batch_size, options.seed);
+
+  RetrievalModel model(data.users_count + 1, data.movies_count + 1, /*embedding_dimension=*/32,
+                       options.retrieve_in_validation);
+  model.compile({.optimizer = ch::optimizers::Adagrad(options.learning_rate)});
+  RetrievalTutorialResult result;
+  result.history = model.fit(data.train, {.epochs = options.epochs,
+                                          .verbose = options.verbose,
+                                          .validation_data = data.test,
+                                          .validation_freq = options.validation_freq});
+
+  // Inference: the top 10 movie ids per sample user, mapped to titles.
+  const ml::Movies movies = ml::load_movies(dir);
+  std::vector<std::string> movie_id_to_movie_title(static_cast<size_t>(data.movies_count + 1));
+  for (size_t i = 0; i < movies.size(); ++i) {
+    const auto id = static_cast<size_t>(movies.movie_id.data<int32_t>()[i]);
+    if (id < movie_id_to_movie_title.size()) movie_id_to_movie_title[id] = movies.titles[i];
+  }
+  // movie_id_to_movie_title[0] stays "": id 0 is not in the dataset.
+  if (options.sample_users.empty()) return result;
+  const Tensor user_ids =
+      from_values<int32_t>(options.sample_users, Shape{static_cast<int64_t>(options.sample_users.size())});
+  const Tensor predictions = model.predict(user_ids)["predictions"].tensor();  // (users, 10) int32
+  for (size_t i = 0; i < options.sample_users.size(); ++i) {
+    Recommendations recs{.user_id = options.sample_users[i]};
+    for (int64_t j = 0; j < predictions.dim(1); ++j) {
+      const auto movie_id = static_cast<size_t>(predictions.data<int32_t>()[static_cast<int64_t>(i) * predictions.dim(1) + j]);
+      recs.titles.push_back(movie_id < movie_id_to_movie_title.size() ? movie_id_to_movie_title[movie_id] : "");
+    }
+    result.recommendations.push_back(std::move(recs));
+  }
+  return result;
+}
+
+void print_recommendations(const std::vector<Recommendations>& recommendations) {
+  for (const Recommendations& recs : recommendations) {
+    std::cout << "\n==Recommended movies for user " << recs.user_id << "==\n";
+    for (const std::string& title : recs.titles) std::cout << title << "\n";
+  }
+}
+
+}  // namespace chorus::examples
