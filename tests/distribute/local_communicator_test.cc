@@ -75,7 +75,8 @@ std::vector<float> reference_reduce(const std::vector<Tensor>& inputs, ReduceOp 
 // Bitwise equality (NaN included).
 bool same_bits(const Tensor& t, const std::vector<float>& expected) {
   const std::vector<float> got = t.to_vector<float>();
-  return got.size() == expected.size() && std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)) == 0;
+  return got.size() == expected.size() &&
+         (got.empty() || std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)) == 0);
 }
 
 Tensor tensors_of(const std::vector<float>& values) {
