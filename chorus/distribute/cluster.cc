@@ -1,0 +1,189 @@
+#include "chorus/distribute/cluster.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "chorus/core/error.h"
+
+namespace chorus::distribute {
+namespace {
+
+std::optional<std::string> lookup(const EnvLookup& getenv, const char* name) {
+  const char* value = getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+int parse_int(const std::string& value, const char* name, int min) {
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(value.c_str(), &end, 10);
+  if (end == value.c_str() || *end != '\0' || errno != 0 || n < min || n > (1L << 24)) {
+    throw_error<ValueError>("{}: expected an integer >= {}, got \"{}\"", name, min, value);
+  }
+  return static_cast<int>(n);
+}
+
+std::optional<int> int_var(const EnvLookup& getenv, const char* name, int min) {
+  auto value = lookup(getenv, name);
+  if (!value) return std::nullopt;
+  return parse_int(*value, name, min);
+}
+
+// "host:port" -> {host, port}; IPv6 as "[::1]:port".
+std::pair<std::string, int> split_host_port(const std::string& address, const char* what) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    throw_error<ValueError>("{}: expected \"host:port\", got \"{}\"", what, address);
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return {host, parse_int(address.substr(colon + 1), what, 1)};
+}
+
+// TF_CONFIG: {"cluster": {"chief": [..]?, "worker": [..]}, "task": {"type", "index"}}.
+// The chief, when listed, is rank 0 and the workers follow (MultiWorkerMirroredStrategy).
+ClusterSpec from_tf_config(const std::string& text) {
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw_error<ValueError>("TF_CONFIG: not valid JSON: {}", e.what());
+  }
+  if (!config.is_object() || !config.contains("cluster") || !config["cluster"].is_object()) {
+    throw ValueError("TF_CONFIG: expected an object with \"cluster\" and \"task\"");
+  }
+  ClusterSpec spec;
+  spec.source = "TF_CONFIG";
+  const auto& cluster = config["cluster"];
+  auto add_role = [&](const char* role) -> int {
+    if (!cluster.contains(role)) return static_cast<int>(spec.workers.size());
+    if (!cluster[role].is_array()) throw_error<ValueError>("TF_CONFIG: cluster.{} must be a list of \"host:port\"", role);
+    const int first = static_cast<int>(spec.workers.size());
+    for (const auto& address : cluster[role]) {
+      if (!address.is_string()) throw_error<ValueError>("TF_CONFIG: cluster.{} must be a list of \"host:port\"", role);
+      spec.workers.push_back(address.get<std::string>());
+    }
+    return first;
+  };
+  const int chief_first = add_role("chief");
+  const int worker_first = add_role("worker");
+  if (spec.workers.empty()) throw ValueError("TF_CONFIG: cluster lists no \"chief\" or \"worker\" tasks");
+  const auto& task = config.value("task", nlohmann::json::object());
+  const std::string type = task.value("type", "worker");
+  if (type != "worker" && type != "chief") {
+    throw_error<ValueError>("TF_CONFIG: task type \"{}\" does not train; expected \"worker\" or \"chief\"", type);
+  }
+  const auto index_json = task.value("index", nlohmann::json(0));
+  if (!index_json.is_number_integer()) throw ValueError("TF_CONFIG: task.index must be an integer");
+  const int index = index_json.get<int>();
+  const int first = type == "chief" ? chief_first : worker_first;
+  const int count = type == "chief" ? worker_first - chief_first : static_cast<int>(spec.workers.size()) - worker_first;
+  if (index < 0 || index >= count) {
+    throw_error<ValueError>("TF_CONFIG: task {} index {} is out of range: cluster.{} has {} entries", type, index,
+                            type, count);
+  }
+  spec.rank = first + index;
+  spec.world_size = static_cast<int>(spec.workers.size());
+  std::tie(spec.master_addr, spec.master_port) = split_host_port(spec.workers[0], "TF_CONFIG cluster address");
+  return spec;
+}
+
+// The first host of a Slurm node list: "node[03-05,9],gpu1" -> "node03".
+std::string first_slurm_host(const std::string& list) {
+  const size_t bracket = list.find('['), comma = list.find(',');
+  if (bracket == std::string::npos || (comma != std::string::npos && comma < bracket)) {
+    return list.substr(0, comma);
+  }
+  const size_t end = list.find_first_of("-,]", bracket + 1);
+  return list.substr(0, bracket) + list.substr(bracket + 1, end - bracket - 1);
+}
+
+void check_rank(const ClusterSpec& spec, const char* rank_name, const char* size_name) {
+  if (spec.rank >= spec.world_size) {
+    throw_error<ValueError>("{}={} is out of range for {}={}", rank_name, spec.rank, size_name, spec.world_size);
+  }
+  if (spec.local_rank >= spec.local_world_size) {
+    throw_error<ValueError>("{}: local rank {} is out of range for {} workers on this host", spec.source,
+                            spec.local_rank, spec.local_world_size);
+  }
+}
+
+}  // namespace
+
+std::string ClusterSpec::to_string() const {
+  if (!multi_worker()) return fmt::format("rank {} of {} ({})", rank, world_size, source);
+  return fmt::format("rank {} of {} ({}; master {}:{})", rank, world_size, source, master_addr, master_port);
+}
+
+ClusterSpec discover_cluster(const EnvLookup& getenv) {
+  ClusterSpec spec;
+  const char* rank_name = "RANK";
+  const char* size_name = "WORLD_SIZE";
+  if (auto tf_config = lookup(getenv, "TF_CONFIG")) {
+    spec = from_tf_config(*tf_config);
+    rank_name = "TF_CONFIG task";
+    size_name = "cluster size";
+  } else if (auto rank = int_var(getenv, "RANK", 0)) {
+    spec.source = "torchrun";
+    spec.rank = *rank;
+    spec.world_size = int_var(getenv, "WORLD_SIZE", 1).value_or(1);
+    spec.local_rank = int_var(getenv, "LOCAL_RANK", 0).value_or(0);
+    spec.local_world_size = int_var(getenv, "LOCAL_WORLD_SIZE", 1).value_or(std::max(1, spec.local_rank + 1));
+    spec.job_id = lookup(getenv, "TORCHELASTIC_RUN_ID").value_or("");
+  } else if (auto rank = int_var(getenv, "OMPI_COMM_WORLD_RANK", 0)) {
+    spec.source = "Open MPI";
+    rank_name = "OMPI_COMM_WORLD_RANK";
+    size_name = "OMPI_COMM_WORLD_SIZE";
+    spec.rank = *rank;
+    spec.world_size = int_var(getenv, "OMPI_COMM_WORLD_SIZE", 1).value_or(1);
+    spec.local_rank = int_var(getenv, "OMPI_COMM_WORLD_LOCAL_RANK", 0).value_or(0);
+    spec.local_world_size = int_var(getenv, "OMPI_COMM_WORLD_LOCAL_SIZE", 1).value_or(spec.local_rank + 1);
+    spec.job_id = lookup(getenv, "OMPI_MCA_ess_base_jobid").value_or("");
+  } else if (auto rank = int_var(getenv, "SLURM_PROCID", 0)) {
+    spec.source = "Slurm";
+    rank_name = "SLURM_PROCID";
+    size_name = "SLURM_NTASKS";
+    spec.rank = *rank;
+    spec.world_size = int_var(getenv, "SLURM_NTASKS", 1).value_or(1);
+    spec.local_rank = int_var(getenv, "SLURM_LOCALID", 0).value_or(0);
+    spec.local_world_size = int_var(getenv, "SLURM_NTASKS_PER_NODE", 1).value_or(spec.local_rank + 1);
+    spec.job_id = lookup(getenv, "SLURM_JOB_ID").value_or("");
+    if (auto nodes = lookup(getenv, "SLURM_JOB_NODELIST")) spec.master_addr = first_slurm_host(*nodes);
+  }
+  if (auto addr = lookup(getenv, "MASTER_ADDR")) spec.master_addr = *addr;
+  if (auto port = int_var(getenv, "MASTER_PORT", 1)) spec.master_port = *port;
+  if (auto job = lookup(getenv, "CHORUS_JOB_ID")) spec.job_id = *job;
+  if (spec.multi_worker() && (spec.master_addr.empty() || spec.master_port == 0)) {
+    throw_error<ValueError>(
+        "{}: a job of {} workers needs rank 0's address: set MASTER_ADDR and MASTER_PORT (got \"{}\" and {})",
+        spec.source, spec.world_size, spec.master_addr, spec.master_port);
+  }
+  check_rank(spec, rank_name, size_name);
+  if (spec.job_id.empty() && spec.multi_worker()) spec.job_id = fmt::format("{}:{}", spec.master_addr, spec.master_port);
+  return spec;
+}
+
+ClusterSpec discover_cluster() {
+  return discover_cluster([](const char* name) { return static_cast<const char*>(std::getenv(name)); });
+}
+
+ClusterSpec explicit_cluster(ClusterSpec spec) {
+  if (spec.world_size < 1) throw_error<ValueError>("ClusterSpec: expected world_size >= 1, got {}", spec.world_size);
+  if (spec.rank < 0) throw_error<ValueError>("ClusterSpec: expected rank >= 0, got {}", spec.rank);
+  if (spec.source.empty() || spec.source == "single") spec.source = "explicit";
+  if (spec.multi_worker() && (spec.master_addr.empty() || spec.master_port <= 0)) {
+    throw_error<ValueError>("ClusterSpec: a job of {} workers needs master_addr and master_port", spec.world_size);
+  }
+  check_rank(spec, "rank", "world_size");
+  if (spec.job_id.empty() && spec.multi_worker()) spec.job_id = fmt::format("{}:{}", spec.master_addr, spec.master_port);
+  return spec;
+}
+
+}  // namespace chorus::distribute
