@@ -1,0 +1,69 @@
+// TcpStore: the rendezvous key-value store of a multi-worker job, a
+// gloo::rendezvous::Store over TCP (Debian's Gloo has none). Rank 0 hosts the server, a
+// thread listening on the cluster's master address; every rank, rank 0 included, talks
+// to it as a client. get() and wait() block until the keys are set or the deadline
+// passes. The job id is checked when a client connects, so two jobs on one host never
+// cross. Thread-safe: requests from several threads take turns.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <gloo/rendezvous/store.h>
+
+#include "chorus/core/error.h"
+#include "chorus/distribute/cluster.h"
+
+namespace chorus::distribute {
+
+// A store request that failed: the server is unreachable, belongs to another job, or a
+// deadline passed. The message names the store's address and the keys.
+class StoreError : public Error {
+  using Error::Error;
+};
+
+struct TcpStoreOptions {
+  // Deadline of get() and wait() without an explicit timeout.
+  std::chrono::milliseconds timeout = std::chrono::seconds(300);
+  // How long a client retries connecting (with backoff) before giving up: a worker that
+  // starts before rank 0 still joins.
+  std::chrono::milliseconds connect_timeout = std::chrono::seconds(60);
+};
+
+class TcpStore : public gloo::rendezvous::Store {
+ public:
+  // Rank 0 starts the server on cluster.master_addr:master_port (throws StoreError if the
+  // port is taken, naming it); every rank then connects. REQUIRES: cluster.master_addr
+  // and master_port set (ValueError otherwise).
+  explicit TcpStore(const ClusterSpec& cluster, TcpStoreOptions options = {});
+  ~TcpStore() override;
+  TcpStore(const TcpStore&) = delete;
+  TcpStore& operator=(const TcpStore&) = delete;
+
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
+  void wait(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+
+  const std::string& address() const { return address_; }
+
+ private:
+  class Server;
+
+  // Sends one request and reads its reply within `timeout`; returns the reply's payload.
+  std::vector<char> request(uint8_t op, const std::vector<std::string>& keys, const std::vector<char>& data,
+                            std::chrono::milliseconds timeout, const char* what);
+
+  TcpStoreOptions options_;
+  std::string address_;  // "host:port", for messages
+  std::string job_id_;
+  std::unique_ptr<Server> server_;
+  std::mutex mutex_;
+  int fd_ = -1;
+  bool broken_ = false;  // a request timed out mid-way: the stream is out of step
+};
+
+}  // namespace chorus::distribute
