@@ -25,7 +25,7 @@
 namespace chorus::distribute {
 namespace {
 
-enum Op : uint8_t { kHello = 0, kSet = 1, kGet = 2, kWait = 3 };
+enum Op : uint8_t { kHello = 0, kSet = 1, kGet = 2, kWait = 3, kCheck = 4 };
 using Clock = std::chrono::steady_clock;
 
 void put_u32(std::vector<char>& out, uint32_t v) {
@@ -216,6 +216,10 @@ class TcpStore::Server {
       for (auto& other : connections_) answer_if_ready(other);
       return;
     }
+    if (r.op == kCheck) {
+      const bool all = std::all_of(r.keys.begin(), r.keys.end(), [&](const auto& k) { return values_.contains(k); });
+      return send(c, reply(0, all ? "1" : "0", 1));
+    }
     if ((r.op == kGet && r.keys.size() == 1) || r.op == kWait) {
       c.pending = std::move(r);
       return answer_if_ready(c);
@@ -335,6 +339,11 @@ void TcpStore::set(const std::string& key, const std::vector<char>& data) {
 std::vector<char> TcpStore::get(const std::string& key) { return request(kGet, {key}, {}, options_.timeout, "get"); }
 
 void TcpStore::wait(const std::vector<std::string>& keys) { wait(keys, options_.timeout); }
+
+bool TcpStore::check(const std::vector<std::string>& keys) {
+  const std::vector<char> answer = request(kCheck, keys, {}, options_.timeout, "check");
+  return answer.size() == 1 && answer[0] == '1';
+}
 
 void TcpStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
   request(kWait, keys, {}, timeout, "wait");

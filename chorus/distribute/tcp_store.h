@@ -48,6 +48,9 @@ class TcpStore : public gloo::rendezvous::Store {
   void wait(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
 
+  // Whether every key is set now (never blocks).
+  bool check(const std::vector<std::string>& keys);
+
   const std::string& address() const { return address_; }
 
  private:

@@ -1,0 +1,118 @@
+// The Gloo communicator between ranks on 127.0.0.1 (threads here; the multi-process
+// tests live with the launcher): every collective against a reference, async ops in
+// flight together, and a stalled rank named by the others' deadline errors.
+#include "chorus/distribute/gloo_communicator.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
+
+#include "chorus/core/creation.h"
+#include "chorus/distribute/tcp_store.h"
+
+namespace chorus::distribute {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+// Runs body(rank, communicator) on `size` ranks, each with its own store client.
+template <class Body>
+void on_ranks(int size, Body body, std::chrono::milliseconds timeout = 10s) {
+  const int port = free_port();
+  std::vector<std::future<void>> ranks;
+  for (int rank = 0; rank < size; ++rank) {
+    ranks.push_back(std::async(std::launch::async, [=] {
+      ClusterSpec cluster =
+          explicit_cluster({.rank = rank, .world_size = size, .master_addr = "127.0.0.1", .master_port = port});
+      TcpStore store(cluster);
+      GlooCommunicator communicator(cluster, store, {.timeout = timeout, .hostname = "127.0.0.1"});
+      body(rank, communicator);
+      store.set("done/" + std::to_string(rank), {});  // rank 0 hosts the store: it waits for all
+      if (rank == 0) {
+        std::vector<std::string> keys;
+        for (int r = 0; r < size; ++r) keys.push_back("done/" + std::to_string(r));
+        store.wait(keys);
+      }
+    }));
+  }
+  for (auto& r : ranks) r.get();
+}
+
+Tensor filled(int64_t n, float value) { return full(Shape{n}, value); }
+
+TEST(GlooCommunicatorTest, CollectivesMatchReferences) {
+  on_ranks(3, [](int rank, Communicator& c) {
+    EXPECT_EQ(c.backend(), "gloo");
+    Tensor sum = filled(1027, static_cast<float>(rank + 1));
+    c.all_reduce(sum);
+    EXPECT_EQ(sum.to_vector<float>(), std::vector<float>(1027, 6.0f));
+    Tensor max = filled(5, static_cast<float>(rank));
+    c.all_reduce(max, ReduceOp::kMax);
+    EXPECT_EQ(max.to_vector<float>()[4], 2.0f);
+    Tensor value = filled(7, static_cast<float>(rank * 10));
+    c.broadcast(value, 1);
+    EXPECT_EQ(value.to_vector<float>(), std::vector<float>(7, 10.0f));
+    Tensor gathered = Tensor::empty(Shape{6}, kFloat32);
+    c.all_gather(filled(2, static_cast<float>(rank)), gathered);
+    EXPECT_EQ(gathered.to_vector<float>(), (std::vector<float>{0, 0, 1, 1, 2, 2}));
+    Tensor input = from_values<float>({1, 2, 3}, Shape{3}), block = Tensor::empty(Shape{1}, kFloat32);
+    c.reduce_scatter(input, block);
+    EXPECT_EQ(block.to_vector<float>()[0], 3.0f * static_cast<float>(rank + 1));
+    c.barrier();
+  });
+}
+
+TEST(GlooCommunicatorTest, AsyncOperationsOverlapAndCompleteInOrder) {
+  on_ranks(2, [](int rank, Communicator& c) {
+    std::vector<Tensor> buckets;
+    std::vector<std::unique_ptr<Work>> work;
+    for (int k = 0; k < 5; ++k) {
+      buckets.push_back(filled(100000, static_cast<float>(rank + k)));
+      work.push_back(c.all_reduce_async(buckets.back()));
+    }
+    for (int k = 4; k >= 0; --k) work[static_cast<size_t>(k)]->wait();
+    for (int k = 0; k < 5; ++k) EXPECT_EQ(buckets[static_cast<size_t>(k)].to_vector<float>()[99999], 1.0f + 2.0f * k);
+  });
+}
+
+TEST(GlooCommunicatorTest, StalledRankIsNamedWhenTheDeadlinePasses) {
+  std::vector<std::string> errors(3);
+  on_ranks(
+      3,
+      [&](int rank, Communicator& c) {
+        if (rank == 2) {
+          std::this_thread::sleep_for(3500ms);  // never joins all_reduce #0
+          return;
+        }
+        try {
+          c.all_reduce(filled(10, 1.0f));
+        } catch (const CollectiveError& e) {
+          errors[static_cast<size_t>(rank)] = e.what();
+        }
+      },
+      1s);
+  for (int rank : {0, 1}) {
+    EXPECT_THAT(errors[static_cast<size_t>(rank)], HasSubstr("all_reduce #0 on rank"));
+    EXPECT_THAT(errors[static_cast<size_t>(rank)], HasSubstr("ranks that never arrived: 2"));
+  }
+}
+
+}  // namespace
+}  // namespace chorus::distribute
