@@ -7,10 +7,19 @@
 
 namespace chorus::cli {
 
+// Thrown by a subcommand whose exit code is not simply success or failure (launch
+// returns its workers' first failure); main() exits with `code`.
+struct ExitRequest {
+  int code;
+};
+
 // `chorus data fetch NAME [--dir DIR] [--mirror URL]` and `chorus data list [--dir DIR]`.
 void add_data_command(CLI::App& app);
 
-// `chorus train mnist-mlp [--data DIR] [--epochs N] [--checkpoint-dir DIR] ...`.
+// `chorus train mnist-mlp|movielens-retrieval [--data DIR] [--epochs N] [--devices N] ...`.
 void add_train_command(CLI::App& app);
+
+// `chorus launch -n N [--nnodes M --node-rank R] [--master HOST:PORT] -- PROGRAM ARGS...`.
+void add_launch_command(CLI::App& app);
 
 }  // namespace chorus::cli

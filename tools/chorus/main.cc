@@ -14,13 +14,16 @@ int main(int argc, char** argv) {
   CLI::App app{"chorus: train neural networks with the Keras programming model"};
   app.name("chorus");
   app.require_subcommand(1);
-  // One add_*_command per subcommand; launch, inspect and bench come next.
+  // One add_*_command per subcommand; inspect and bench come next.
   chorus::cli::add_data_command(app);
   chorus::cli::add_train_command(app);
+  chorus::cli::add_launch_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const chorus::cli::ExitRequest& request) {
+    return request.code;
   } catch (const std::exception& e) {
     fmt::print(stderr, "chorus: error: {}\n", e.what());
     return 1;

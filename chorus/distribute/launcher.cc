@@ -1,0 +1,199 @@
+#include "chorus/distribute/launcher.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "chorus/core/error.h"
+
+namespace chorus::distribute {
+namespace {
+
+int g_signal_pipe = -1;  // the write end; signals are turned into bytes on it
+
+void on_signal(int signal) {
+  const char byte = static_cast<char>(signal);
+  [[maybe_unused]] ssize_t n = ::write(g_signal_pipe, &byte, 1);
+}
+
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    throw_error<Error>("chorus launch: cannot find a free port: {}", std::strerror(errno));
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+struct Worker {
+  int rank = 0;
+  pid_t pid = -1;
+  int output = -1;          // read end of the worker's stdout+stderr
+  std::string partial;      // output not yet ended by a newline
+  std::optional<int> exit;  // its exit code once it has ended
+};
+
+// Writes the complete lines of `data` prefixed with "[rank] ", keeping the rest.
+void forward_output(Worker& w, const char* data, size_t size, bool flush) {
+  w.partial.append(data, size);
+  size_t start = 0;
+  for (size_t nl; (nl = w.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+    fmt::print("[{}] {}\n", w.rank, std::string_view(w.partial).substr(start, nl - start));
+  }
+  w.partial.erase(0, start);
+  if (flush && !w.partial.empty()) {
+    fmt::print("[{}] {}\n", w.rank, w.partial);
+    w.partial.clear();
+  }
+  std::fflush(stdout);
+}
+
+pid_t start(const LaunchOptions& o, Worker& w, int local_rank, const std::string& host, int port,
+            const std::string& job_id) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw_error<Error>("chorus launch: pipe: {}", std::strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) throw_error<Error>("chorus launch: fork: {}", std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, 0);  // its own group: stopping a worker stops what it started too
+    ::dup2(pipe_fds[1], STDOUT_FILENO);
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    const int world = o.nnodes * o.nproc_per_node;
+    ::setenv("RANK", std::to_string(w.rank).c_str(), 1);
+    ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+    ::setenv("LOCAL_RANK", std::to_string(local_rank).c_str(), 1);
+    ::setenv("LOCAL_WORLD_SIZE", std::to_string(o.nproc_per_node).c_str(), 1);
+    ::setenv("MASTER_ADDR", host.c_str(), 1);
+    ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    ::setenv("CHORUS_JOB_ID", job_id.c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "chorus launch: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    std::_Exit(127);
+  }
+  ::setpgid(pid, pid);  // also here, so a signal sent right away cannot miss the group
+  ::close(pipe_fds[1]);
+  w.output = pipe_fds[0];
+  return pid;
+}
+
+int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace
+
+int launch(const LaunchOptions& o) {
+  if (o.command.empty()) throw ValueError("chorus launch: no program given (chorus launch -n N -- PROGRAM ARGS...)");
+  if (o.nproc_per_node < 1 || o.nnodes < 1) throw ValueError("chorus launch: expected -n >= 1 and --nnodes >= 1");
+  if (o.node_rank < 0 || o.node_rank >= o.nnodes) {
+    throw_error<ValueError>("chorus launch: --node-rank {} is out of range for --nnodes {}", o.node_rank, o.nnodes);
+  }
+  std::string host = "127.0.0.1";
+  int port = 0;
+  if (o.master.empty()) {
+    if (o.nnodes > 1) throw ValueError("chorus launch: a job on several hosts needs --master HOST:PORT (rank 0's host)");
+    port = free_loopback_port();
+  } else {
+    const size_t colon = o.master.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      throw_error<ValueError>("chorus launch: --master expects HOST:PORT, got \"{}\"", o.master);
+    }
+    host = o.master.substr(0, colon);
+    port = std::atoi(o.master.c_str() + colon + 1);
+    if (port <= 0 || port > 65535) throw_error<ValueError>("chorus launch: bad port in --master \"{}\"", o.master);
+  }
+  const std::string job_id = o.job_id.empty() ? fmt::format("{}:{}", host, port) : o.job_id;
+
+  int signal_pipe[2];
+  if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw Error("chorus launch: pipe failed");
+  g_signal_pipe = signal_pipe[1];
+  struct sigaction action {}, old_int {}, old_term {};
+  action.sa_handler = on_signal;
+  ::sigaction(SIGINT, &action, &old_int);
+  ::sigaction(SIGTERM, &action, &old_term);
+
+  std::vector<Worker> workers(static_cast<size_t>(o.nproc_per_node));
+  for (int i = 0; i < o.nproc_per_node; ++i) {
+    Worker& w = workers[static_cast<size_t>(i)];
+    w.rank = o.node_rank * o.nproc_per_node + i;
+    w.pid = start(o, w, i, host, port, job_id);
+  }
+  std::optional<int> first_failure;
+  bool killing = false;
+  auto kill_at = std::chrono::steady_clock::time_point::max();
+  auto stop_all = [&](int signal) {
+    for (const Worker& w : workers) ::kill(-w.pid, signal);  // the worker's whole group
+  };
+  for (;;) {
+    std::vector<pollfd> fds{{signal_pipe[0], POLLIN, 0}};
+    for (const Worker& w : workers) fds.push_back({w.output, w.output >= 0 ? short(POLLIN) : short(0), 0});
+    ::poll(fds.data(), fds.size(), 100);
+    if (fds[0].revents & POLLIN) {
+      char signal = 0;
+      while (::read(signal_pipe[0], &signal, 1) == 1) stop_all(signal);  // forward
+    }
+    for (size_t i = 0; i < workers.size(); ++i) {
+      Worker& w = workers[i];
+      if (w.output < 0 || fds[i + 1].revents == 0) continue;
+      char buffer[65536];
+      const ssize_t n = ::read(w.output, buffer, sizeof buffer);
+      if (n > 0) {
+        forward_output(w, buffer, static_cast<size_t>(n), false);
+      } else if (n == 0 || errno != EINTR) {
+        forward_output(w, "", 0, true);
+        ::close(w.output);
+        w.output = -1;
+      }
+    }
+    bool running = false;
+    for (Worker& w : workers) {
+      int status = 0;
+      if (!w.exit && ::waitpid(w.pid, &status, WNOHANG) == w.pid) {
+        w.exit = exit_code(status);
+        if (*w.exit != 0 && !first_failure) {
+          first_failure = *w.exit;
+          fmt::print(stderr, "chorus launch: rank {} exited with code {}; stopping the other workers\n", w.rank,
+                     *w.exit);
+          stop_all(SIGTERM);
+          killing = true;
+          kill_at = std::chrono::steady_clock::now() + o.kill_grace;
+        }
+      }
+      running = running || !w.exit || w.output >= 0;
+    }
+    if (killing && std::chrono::steady_clock::now() >= kill_at) {
+      stop_all(SIGKILL);
+      killing = false;
+    }
+    if (!running) break;
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  ::close(signal_pipe[0]);
+  ::close(signal_pipe[1]);
+  g_signal_pipe = -1;
+  return first_failure.value_or(0);
+}
+
+}  // namespace chorus::distribute

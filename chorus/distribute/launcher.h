@@ -1,0 +1,34 @@
+// launch(): starts the local workers of a multi-worker job as child processes (what
+// `chorus launch -n N -- PROGRAM ARGS...` runs). Each gets the torchrun-style environment
+// that discover_cluster() reads, its output is prefixed with its rank, SIGINT/SIGTERM are
+// forwarded to all, and when one worker fails the others are stopped. Call from one
+// thread; it installs signal handlers for its duration.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace chorus::distribute {
+
+struct LaunchOptions {
+  int nproc_per_node = 1;  // workers started here
+  int nnodes = 1;          // hosts in the job, each running its own launch
+  int node_rank = 0;       // this host's index; its workers are ranks node_rank * nproc_per_node + i
+  // Rank 0's rendezvous address "HOST:PORT". Empty: 127.0.0.1 and a free port, which only
+  // a single-host job may use.
+  std::string master;
+  std::vector<std::string> command;  // the program and its arguments
+  // The job id workers pass to the store; empty: derived from the master address.
+  std::string job_id;
+  // How long stopped workers get between SIGTERM and SIGKILL.
+  std::chrono::milliseconds kill_grace = std::chrono::seconds(5);
+};
+
+// Runs the workers to the end. Returns 0 when all exit 0; otherwise the exit code of the
+// first worker to fail (128 + N for one killed by signal N), after stopping the rest.
+// Throws ValueError for bad options (no command, a multi-host job without --master,
+// node_rank out of range) and Error if a worker cannot be started.
+int launch(const LaunchOptions& options);
+
+}  // namespace chorus::distribute

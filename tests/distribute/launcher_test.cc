@@ -1,0 +1,52 @@
+// chorus launch's engine on real child processes: the environment each worker sees, the
+// rank prefix on its output, and stopping everyone when one worker fails.
+#include "chorus/distribute/launcher.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "chorus/core/error.h"
+
+namespace chorus::distribute {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+TEST(LauncherTest, WorkersGetTheirEnvironmentAndPrefixedOutput) {
+  ::testing::internal::CaptureStdout();
+  const int code = launch({.nproc_per_node = 3,
+                           .command = {"sh", "-c", "echo rank=$RANK of $WORLD_SIZE local=$LOCAL_RANK/$LOCAL_WORLD_SIZE "
+                                                   "master=$MASTER_ADDR job=${CHORUS_JOB_ID%%:*}; printf tail"}});
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(code, 0);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_THAT(out, HasSubstr(fmt::format("[{}] rank={} of 3 local={}/3 master=127.0.0.1 job=127.0.0.1\n", r, r, r)));
+    EXPECT_THAT(out, HasSubstr(fmt::format("[{}] tail\n", r)));  // an unterminated last line
+  }
+}
+
+TEST(LauncherTest, FirstFailureStopsTheOthersAndIsTheExitCode) {
+  const auto start = std::chrono::steady_clock::now();
+  const int code = launch({.nproc_per_node = 3, .command = {"sh", "-c", "if [ $RANK = 1 ]; then exit 3; fi; sleep 30"}});
+  EXPECT_EQ(code, 3);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));  // not the sleeps' 30 s
+  EXPECT_EQ(launch({.nproc_per_node = 2, .command = {"sh", "-c", "if [ $RANK = 0 ]; then kill -9 $$; fi; sleep 30"}}),
+            128 + 9);
+  EXPECT_EQ(launch({.nproc_per_node = 1, .command = {"/nonexistent/program"}}), 127);
+}
+
+TEST(LauncherTest, BadOptions) {
+  EXPECT_THAT([] { launch({}); }, ThrowsMessage<ValueError>(HasSubstr("no program given")));
+  EXPECT_THAT([] { launch({.nnodes = 2, .command = {"true"}}); },
+              ThrowsMessage<ValueError>(HasSubstr("needs --master HOST:PORT")));
+  EXPECT_THAT([] { launch({.nnodes = 2, .node_rank = 2, .master = "h:1", .command = {"true"}}); },
+              ThrowsMessage<ValueError>(HasSubstr("--node-rank 2 is out of range for --nnodes 2")));
+  EXPECT_THAT([] { launch({.master = "nohostport", .command = {"true"}}); },
+              ThrowsMessage<ValueError>(HasSubstr("--master expects HOST:PORT")));
+}
+
+}  // namespace
+}  // namespace chorus::distribute
