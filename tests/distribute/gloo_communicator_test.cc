@@ -5,32 +5,20 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <future>
 
 #include "chorus/core/creation.h"
 #include "chorus/distribute/tcp_store.h"
+#include "tests/testing/free_port.h"
 
 namespace chorus::distribute {
 namespace {
 
+using chorus::testing::free_port;
+
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 // Runs body(rank, communicator) on `size` ranks, each with its own store client.
 template <class Body>

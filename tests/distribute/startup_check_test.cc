@@ -4,28 +4,16 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <future>
 
 #include "chorus/distribute/tcp_store.h"
+#include "tests/testing/free_port.h"
 
 namespace chorus::distribute {
 namespace {
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
+using chorus::testing::free_port;
 
 // The error each of `size` ranks gets ("" when none), rank r checking signature_of(r).
 std::vector<std::string> check_on_ranks(int size, std::function<std::vector<std::string>(int)> signature_of) {

@@ -5,9 +5,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <future>
 #include <thread>
@@ -16,25 +13,16 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "tests/testing/free_port.h"
+
 namespace chorus::distribute {
 namespace {
+
+using chorus::testing::free_port;
 
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 using namespace std::chrono_literals;
-
-// A port nobody listens on right now.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 ClusterSpec rank_of(int rank, int size, int port, std::string job = "job") {
   return explicit_cluster({.rank = rank, .world_size = size, .master_addr = "127.0.0.1", .master_port = port,
