@@ -1,7 +1,10 @@
 #include "chorus/core/random.h"
 
 #include <cmath>
+#include <mutex>
 #include <numbers>
+#include <optional>
+#include <random>
 
 namespace chorus {
 namespace {
@@ -110,6 +113,23 @@ Tensor truncated_normal(const Shape& shape, Generator& gen, double mean, double 
       if (std::abs(z) <= 2.0f) return static_cast<float>(mean + stddev * z);
     }
   });
+}
+
+namespace {
+std::mutex g_unseeded_mutex;
+std::optional<Generator> g_unseeded;  // set: draws follow this stream
+}  // namespace
+
+uint64_t unseeded_seed() {
+  std::lock_guard lock(g_unseeded_mutex);
+  if (g_unseeded) return mix64(g_unseeded->key() ^ g_unseeded->advance(1));
+  std::random_device device;
+  return (uint64_t{device()} << 32) ^ device();
+}
+
+void set_unseeded_seed_stream(uint64_t seed) {
+  std::lock_guard lock(g_unseeded_mutex);
+  g_unseeded = Generator(seed);
 }
 
 }  // namespace chorus

@@ -45,6 +45,12 @@ inline std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter) {
                     {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
 }
 
+// The seed of something the user left unseeded (a dataset shuffle): drawn from the OS,
+// unless set_unseeded_seed_stream() made the draws a fixed sequence — what the workers of
+// a multi-worker job do, so that every worker shuffles alike. Thread-safe.
+uint64_t unseeded_seed();
+void set_unseeded_seed_stream(uint64_t seed);
+
 // Floats in [minval, maxval).
 Tensor uniform(const Shape& shape, Generator& gen, double minval = 0, double maxval = 1, DType dtype = kFloat32);
 Tensor normal(const Shape& shape, Generator& gen, double mean = 0, double stddev = 1, DType dtype = kFloat32);

@@ -2,6 +2,8 @@
 // factories (one file per concept beside this one), plus the helpers all stages share.
 #include "chorus/data/dataset.h"
 
+#include "chorus/core/random.h"
+
 #include <random>
 
 #include <fmt/format.h>
@@ -182,7 +184,7 @@ Dataset Dataset::filter(std::function<bool(const Tree&)> predicate) const {
 
 Dataset Dataset::shuffle(int64_t buffer_size, std::optional<uint64_t> seed, bool reshuffle_each_iteration) const {
   require(buffer_size > 0, "shuffle", "buffer_size > 0", "buffer_size", buffer_size);
-  const uint64_t drawn = seed ? *seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  const uint64_t drawn = seed ? *seed : unseeded_seed();
   return Dataset(make_shuffle_dataset(impl_, buffer_size, drawn, reshuffle_each_iteration));
 }
 

@@ -38,24 +38,24 @@ int count_physical_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-int env_cpu_devices() {
-  const char* value = std::getenv("CHORUS_CPU_DEVICES");
+int positive_env(const char* name) {
+  const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return 0;
   char* end = nullptr;
   const long n = std::strtol(value, &end, 10);
   if (*end != '\0' || n < 1 || n > 4096) {
-    throw_error<ValueError>("CHORUS_CPU_DEVICES: expected a positive integer, got \"{}\"", value);
+    throw_error<ValueError>("{}: expected a positive integer, got \"{}\"", name, value);
   }
   return static_cast<int>(n);
 }
 
 int cpu_device_count() {
   int n = g_cpu_devices.load();
-  if (n == 0) n = env_cpu_devices();
-  if (n == 0) n = physical_cores();
-  if (n > physical_cores() && !g_warned.exchange(true)) {
-    std::cerr << fmt::format("chorus: warning: {} logical CPU devices on {} physical cores; replicas share cores\n", n,
-                             physical_cores());
+  if (n == 0) n = positive_env("CHORUS_CPU_DEVICES");
+  if (n == 0) n = process_cores();
+  if (n > process_cores() && !g_warned.exchange(true)) {
+    std::cerr << fmt::format("chorus: warning: {} logical CPU devices on {} cores; replicas share cores\n", n,
+                             process_cores());
   }
   return n;
 }
@@ -65,6 +65,11 @@ int cpu_device_count() {
 int physical_cores() {
   static const int cores = count_physical_cores();
   return cores;
+}
+
+int process_cores() {
+  const int share = positive_env("CHORUS_CPU_CORES");
+  return share > 0 ? share : physical_cores();
 }
 
 void set_cpu_devices(int count) {
@@ -94,7 +99,7 @@ void check_device(const Device& device) {
 
 int intra_op_threads_of(const Device& device) {
   check_device(device);
-  return std::max(1, physical_cores() / cpu_device_count());
+  return std::max(1, process_cores() / cpu_device_count());
 }
 
 }  // namespace chorus::distribute

@@ -7,6 +7,7 @@
 #include "chorus/core/error.h"
 #include "chorus/distribute/devices.h"
 #include "chorus/distribute/replica_pool.h"
+#include "chorus/distribute/worker_group.h"
 
 namespace chorus::distribution {
 namespace {
@@ -67,7 +68,9 @@ struct Distribution::Runtime {
 };
 
 Distribution::Distribution(DeviceMesh device_mesh)
-    : device_mesh_(std::move(device_mesh)), runtime_(std::make_shared<Runtime>()) {}
+    : device_mesh_(std::move(device_mesh)), workers_(worker_group()), runtime_(std::make_shared<Runtime>()) {}
+
+int Distribution::num_workers() const { return workers_ ? workers_->size() : 1; }
 
 Distribution::~Distribution() = default;
 

@@ -17,6 +17,7 @@
 
 namespace chorus::distribute {
 class ReplicaPool;
+class WorkerGroup;
 }
 
 namespace chorus::distribution {
@@ -64,8 +65,14 @@ class Distribution {
   // The layout of a batch of `data_shape` and of a variable.
   virtual TensorLayout get_data_layout(const Shape& data_shape) const = 0;
   virtual TensorLayout get_variable_layout(const autograd::Variable& variable) const = 0;
-  // How many replicas run each step.
+  // How many replicas run each step, over all workers.
   virtual int num_replicas() const = 0;
+
+  // The multi-worker job this distribution spans (distribution::initialize() before it
+  // was made), or nullptr for this process alone. The mesh holds the local devices;
+  // every worker contributes as many.
+  const std::shared_ptr<distribute::WorkerGroup>& workers() const { return workers_; }
+  int num_workers() const;
 
   // Makes this the current distribution until the scope ends (Keras's `with
   // distribution.scope():`).
@@ -83,11 +90,14 @@ class Distribution {
  private:
   struct Runtime;
   DeviceMesh device_mesh_;
+  std::shared_ptr<distribute::WorkerGroup> workers_;
   std::shared_ptr<Runtime> runtime_;
 };
 
 // Synchronous data parallelism: variables mirrored on every device (on a CPU host the
-// mirrors share one buffer), each batch split along its first axis over a 1-D mesh.
+// mirrors share one buffer), each batch split along its first axis over a 1-D mesh — and
+// over every worker of the job after distribution::initialize() (Keras's multi-process
+// DataParallel): each worker takes its contiguous rows of every global batch.
 class DataParallel : public Distribution {
  public:
   // All local devices when `devices` is empty. Throws ValueError for a device listed
@@ -100,7 +110,7 @@ class DataParallel : public Distribution {
 
   TensorLayout get_data_layout(const Shape& data_shape) const override;
   TensorLayout get_variable_layout(const autograd::Variable& variable) const override;
-  int num_replicas() const override { return static_cast<int>(device_mesh().devices().size()); }
+  int num_replicas() const override { return static_cast<int>(device_mesh().devices().size()) * num_workers(); }
   std::shared_ptr<Distribution> clone() const override { return std::make_shared<DataParallel>(*this); }
 };
 

@@ -30,7 +30,7 @@ void GradientReducer::make_plan(std::span<const autograd::Variable> variables) {
 }
 
 void GradientReducer::begin(int replica, std::span<const autograd::Variable> variables, float scale,
-                            Communicator* communicator) {
+                            Communicator* local, Communicator* workers) {
   {
     std::lock_guard lock(plan_mutex_);
     if (!planned_) make_plan(variables);
@@ -52,9 +52,12 @@ void GradientReducer::begin(int replica, std::span<const autograd::Variable> var
   r.source.assign(slots_.size(), nullptr);
   r.work.clear();
   r.work.resize(buckets_.size());
+  r.cross_work.clear();
+  r.cross_work.resize(buckets_.size());
   r.launched = 0;
   r.scale = scale;
-  r.communicator = communicator;
+  r.local = local;
+  r.workers = workers;
 }
 
 void GradientReducer::pack(Replica& r, size_t index, const Tensor& gradient) {
@@ -78,8 +81,13 @@ void GradientReducer::pack(Replica& r, size_t index, const Tensor& gradient) {
 
 void GradientReducer::launch_ready(Replica& r) {
   while (r.launched < buckets_.size() && r.packed_in[r.launched] == buckets_[r.launched].slots) {
-    r.work[r.launched] = r.communicator->all_reduce_async(r.buffers[r.launched]);
-    ++r.launched;
+    const size_t b = r.launched++;
+    r.work[b] = r.local->all_reduce_async(r.buffers[b]);
+    if (r.workers == nullptr) continue;
+    // Multi-worker: every replica does its share of the local sum now, so replica 0 can
+    // hand the bucket to the workers' all-reduce while backward goes on.
+    r.work[b]->wait();
+    if (&r == &replicas_[0]) r.cross_work[b] = r.workers->all_reduce_async(r.buffers[b]);
   }
 }
 
@@ -105,6 +113,9 @@ std::vector<Tensor> GradientReducer::finish(int replica, std::span<const Tensor>
   }
   launch_ready(r);
   for (auto& w : r.work) w->wait();
+  for (auto& w : r.cross_work) {
+    if (w) w->wait();
+  }
   std::vector<Tensor> reduced(slots_.size());
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (r.source[i] == nullptr) continue;

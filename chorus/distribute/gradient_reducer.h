@@ -2,8 +2,13 @@
 // variables are packed, in reverse order (the order backward produces their gradients),
 // into buckets of about 1 MiB; each replica scales its gradients by its share of the
 // global batch while packing, and a bucket's all-reduce starts as soon as its last
-// gradient is final, overlapping the rest of the backward pass. Each replica thread
-// touches only its own buffers; the plan is made once, by whichever replica comes first.
+// gradient is final, overlapping the rest of the backward pass. Across workers the
+// reduction is hierarchical: the local replicas reduce a bucket in-process, then replica 0
+// all-reduces it with the other workers (one Gloo all-reduce per bucket, on the
+// communicator's background thread, still overlapping backward). Only replica 0 needs the
+// global sum: it runs the update of the variables that all local mirrors share. Each
+// replica thread touches only its own buffers; the plan is made once, by whichever
+// replica comes first.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +28,11 @@ class GradientReducer {
 
   // Starts a step on `replica`: checks `variables` against the plan (making it on the
   // first call), clears the replica's per-step state. `scale` multiplies every gradient.
-  // Throws ValueError if the variables differ from those of earlier steps.
-  void begin(int replica, std::span<const autograd::Variable> variables, float scale, Communicator* communicator);
+  // `local` connects the replicas of this process; `workers` (nullptr for one worker)
+  // connects the workers and is used by replica 0 only. Throws ValueError if the
+  // variables differ from those of earlier steps.
+  void begin(int replica, std::span<const autograd::Variable> variables, float scale, Communicator* local,
+             Communicator* workers);
   // Packs the final gradient of variables[index]; launches every bucket that is complete
   // and whose predecessors have launched (buckets start in the same order on every replica).
   void ready(int replica, size_t index, const Tensor& gradient);
@@ -52,10 +60,12 @@ class GradientReducer {
     std::vector<size_t> packed_in;        // gradients packed per bucket
     std::vector<bool> packed;              // per slot
     std::vector<const TensorImpl*> source;  // the gradient packed per slot (nullptr: undefined)
-    std::vector<std::unique_ptr<Work>> work;
+    std::vector<std::unique_ptr<Work>> work;        // per bucket: the local reduction
+    std::vector<std::unique_ptr<Work>> cross_work;  // per bucket: the reduction across workers
     size_t launched = 0;
     float scale = 1;
-    Communicator* communicator = nullptr;
+    Communicator* local = nullptr;
+    Communicator* workers = nullptr;  // set on every replica of a multi-worker job
   };
 
   void make_plan(std::span<const autograd::Variable> variables);

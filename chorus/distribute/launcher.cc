@@ -1,5 +1,7 @@
 #include "chorus/distribute/launcher.h"
 
+#include "chorus/distribute/devices.h"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -82,6 +84,11 @@ pid_t start(const LaunchOptions& o, Worker& w, int local_rank, const std::string
     ::setenv("MASTER_ADDR", host.c_str(), 1);
     ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
     ::setenv("CHORUS_JOB_ID", job_id.c_str(), 1);
+    // The host's cores are shared among its workers, as torchrun does with OMP_NUM_THREADS;
+    // a value the user set wins.
+    const std::string cores = std::to_string(std::max(1, physical_cores() / o.nproc_per_node));
+    ::setenv("CHORUS_CPU_CORES", cores.c_str(), 0);
+    ::setenv("OMP_NUM_THREADS", cores.c_str(), 0);
     std::vector<char*> argv;
     for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);

@@ -3,7 +3,9 @@
 #include <unordered_map>
 
 #include "chorus/autograd/tape.h"
+#include "chorus/core/creation.h"
 #include "chorus/distribute/replica_context.h"
+#include "chorus/distribute/worker_group.h"
 #include "chorus/ops/operators.h"
 
 namespace chorus::distribute {
@@ -23,10 +25,12 @@ class ReplicaRunner::Context final : public ReplicaContext {
  public:
   Context(int replica, int replicas, GradientReducer& reducer) : ReplicaContext(replica, replicas), reducer_(reducer) {}
 
-  void begin_step(uint64_t step, int64_t begin, int64_t end, int64_t rows, Communicator* communicator) {
+  void begin_step(uint64_t step, int64_t begin, int64_t end, int64_t rows, Communicator* communicator,
+                  Communicator* workers) {
     set_slice(begin, end - begin, rows);
     step_ = step;
     communicator_ = communicator;
+    workers_ = workers;
     calls_.clear();
     assigns_.clear();
     begun_ = false;
@@ -69,21 +73,26 @@ class ReplicaRunner::Context final : public ReplicaContext {
  private:
   void begin(std::span<const autograd::Variable> variables) {
     const float scale = static_cast<float>(static_cast<double>(local_rows()) / static_cast<double>(global_rows()));
-    reducer_.begin(replica_id(), variables, scale, communicator_);
+    reducer_.begin(replica_id(), variables, scale, communicator_, workers_);
     begun_ = true;
   }
 
   GradientReducer& reducer_;
   Communicator* communicator_ = nullptr;
+  Communicator* workers_ = nullptr;
   uint64_t step_ = 0;
   bool begun_ = false;
   std::unordered_map<const void*, uint64_t> calls_;
   std::vector<std::pair<autograd::Variable, Tensor>> assigns_;
 };
 
-ReplicaRunner::ReplicaRunner(std::shared_ptr<ReplicaPool> pool) : pool_(std::move(pool)), reducer_(pool_->size()) {
-  for (int r = 0; r < pool_->size(); ++r) contexts_.push_back(std::make_unique<Context>(r, pool_->size(), reducer_));
+ReplicaRunner::ReplicaRunner(std::shared_ptr<ReplicaPool> pool, std::shared_ptr<WorkerGroup> workers)
+    : pool_(std::move(pool)), workers_(std::move(workers)), reducer_(pool_->size()) {
+  const int replicas = pool_->size() * num_workers();
+  for (int r = 0; r < pool_->size(); ++r) contexts_.push_back(std::make_unique<Context>(r, replicas, reducer_));
 }
+
+int ReplicaRunner::num_workers() const { return workers_ ? workers_->size() : 1; }
 
 ReplicaRunner::~ReplicaRunner() = default;
 
@@ -99,38 +108,64 @@ std::vector<std::pair<int64_t, int64_t>> ReplicaRunner::split(int64_t rows, int 
   return slices;
 }
 
-int ReplicaRunner::run(int64_t global_rows, const std::function<void(int, int64_t, int64_t)>& step) {
-  const auto slices = split(global_rows, pool_->size());
+int ReplicaRunner::run(int64_t global_rows, bool training, const std::function<void(int, int64_t, int64_t)>& step) {
+  const int first = workers_ ? workers_->rank() * pool_->size() : 0;  // this worker's first global replica
+  const auto all = split(global_rows, pool_->size() * num_workers());
+  const std::vector<std::pair<int64_t, int64_t>> slices(all.begin() + first, all.begin() + first + pool_->size());
   int active = 0;
   while (active < pool_->size() && slices[static_cast<size_t>(active)].second > slices[static_cast<size_t>(active)].first) {
     ++active;
   }
-  if (active == 0) active = 1;  // an empty batch still runs (replica 0, no rows), as on one device
+  if (active == 0) active = 1;  // replica 0 runs without rows: an empty batch, or no rows for this worker
   const uint64_t step_index = steps_++;
   pool_->run(active, [&](int replica) {
     Context& context = *contexts_[static_cast<size_t>(replica)];
     const auto [begin, end] = slices[static_cast<size_t>(replica)];
-    context.begin_step(step_index, begin, end, global_rows, &pool_->communicator(replica));
+    context.begin_step(step_index, begin, end, global_rows, &pool_->communicator(replica),
+                       workers_ ? &workers_->communicator() : nullptr);
     ReplicaContextScope scope(&context);
     step(replica, begin, end);
   });
-  // Deferred assigns: the replicas' values weighted by their rows, added in replica order.
-  const auto& first = contexts_[0]->assigns();
-  for (size_t k = 0; k < first.size(); ++k) {
-    autograd::NoGradGuard no_grad;
-    Tensor sum;
-    for (int r = 0; r < active; ++r) {
-      const auto& assigns = contexts_[static_cast<size_t>(r)]->assigns();
-      if (k >= assigns.size()) continue;
-      const double weight = global_rows > 0 ? static_cast<double>(contexts_[static_cast<size_t>(r)]->local_rows()) /
-                                                   static_cast<double>(global_rows)
-                                             : 1.0;
-      Tensor term = assigns[k].second * weight;
-      sum = sum.defined() ? sum + term : term;
-    }
-    first[k].first.assign(sum);
-  }
+  apply_assigns(active, global_rows, training);
   return active;
+}
+
+// Deferred assigns: the replicas' values weighted by their rows, added in replica order,
+// then across workers. A worker without rows adds zeros to the assigns of its last
+// training step, so every worker issues the same all-reduces.
+void ReplicaRunner::apply_assigns(int active, int64_t global_rows, bool training) {
+  autograd::NoGradGuard no_grad;
+  std::vector<std::pair<autograd::Variable, Tensor>> means;
+  const bool has_rows = contexts_[0]->local_rows() > 0;
+  if (has_rows || global_rows == 0) {
+    const auto& first = contexts_[0]->assigns();
+    for (size_t k = 0; k < first.size(); ++k) {
+      Tensor sum;
+      for (int r = 0; r < active; ++r) {
+        const Context& context = *contexts_[static_cast<size_t>(r)];
+        if (k >= context.assigns().size()) continue;
+        const double weight =
+            global_rows > 0 ? static_cast<double>(context.local_rows()) / static_cast<double>(global_rows) : 1.0;
+        Tensor term = context.assigns()[k].second * weight;
+        sum = sum.defined() ? sum + term : term;
+      }
+      means.emplace_back(first[k].first, sum);
+    }
+    if (training) {
+      assigned_.clear();
+      for (const auto& [variable, value] : means) assigned_.push_back(variable);
+    }
+  } else if (training && workers_) {
+    for (const autograd::Variable& variable : assigned_) {
+      means.emplace_back(variable, zeros(variable.shape(), variable.dtype()));
+    }
+  }
+  if (workers_ && workers_->size() > 1) {
+    std::vector<std::unique_ptr<Work>> pending;
+    for (auto& [variable, sum] : means) pending.push_back(workers_->communicator().all_reduce_async(sum));
+    for (auto& work : pending) work->wait();
+  }
+  for (const auto& [variable, value] : means) variable.assign(value);
 }
 
 }  // namespace chorus::distribute

@@ -3,6 +3,8 @@
 // replica threads of a ReplicaPool with a ReplicaContext installed, and owns what lives
 // across steps: the gradient buckets, the step counter for random streams. Deferred
 // variable updates (BatchNormalization's moving statistics) are applied when a step ends.
+// In a multi-worker job every worker runs the same global batches and its replicas take
+// their rows of each: global replica w * local + r gets the w * local + r-th slice.
 // Used by one thread (the trainer's) at a time.
 #pragma once
 
@@ -17,30 +19,43 @@
 
 namespace chorus::distribute {
 
+class WorkerGroup;
+
 class ReplicaRunner {
  public:
-  explicit ReplicaRunner(std::shared_ptr<ReplicaPool> pool);
+  // `workers`: the multi-worker job the replicas belong to, or nullptr for this process alone.
+  explicit ReplicaRunner(std::shared_ptr<ReplicaPool> pool, std::shared_ptr<WorkerGroup> workers = nullptr);
   ~ReplicaRunner();
 
+  // Replicas of this process.
   int num_replicas() const { return pool_->size(); }
+  int num_workers() const;
+  WorkerGroup* workers() const { return workers_.get(); }
 
   // The slices of `rows` rows over `replicas`: {begin, end} per replica, the first
   // rows % replicas replicas one row longer, so replica 0 is empty only if rows is 0.
   static std::vector<std::pair<int64_t, int64_t>> split(int64_t rows, int replicas);
 
-  // Runs step(replica, begin, end) for every replica with a non-empty slice of
-  // `global_rows`; replicas without rows sit the step out (the reduction is among those
-  // that have rows, so it stays exact). Returns the number of replicas that ran. Rethrows
-  // a replica's exception after all have stopped.
-  int run(int64_t global_rows, const std::function<void(int replica, int64_t begin, int64_t end)>& step);
+  // Runs step(replica, begin, end) for every local replica with a non-empty slice of
+  // `global_rows` (rows of the global batch); replicas without rows sit the step out (the
+  // reduction is among those that have rows, so it stays exact). Replica 0 always runs —
+  // with an empty slice when this worker gets no rows, so that it still joins the
+  // workers' collectives. Returns the number of replicas that ran. Rethrows a replica's
+  // exception after all have stopped.
+  // `training`: a train step (its deferred assigns are kept as the pattern a worker
+  // without rows follows).
+  int run(int64_t global_rows, bool training, const std::function<void(int replica, int64_t begin, int64_t end)>& step);
 
  private:
   class Context;
+  void apply_assigns(int active, int64_t global_rows, bool training);
 
   std::shared_ptr<ReplicaPool> pool_;
+  std::shared_ptr<WorkerGroup> workers_;
   GradientReducer reducer_;
   uint64_t steps_ = 0;
   std::vector<std::unique_ptr<Context>> contexts_;
+  std::vector<autograd::Variable> assigned_;  // the deferred assigns of the last training step
 };
 
 }  // namespace chorus::distribute

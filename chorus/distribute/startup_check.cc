@@ -1,6 +1,8 @@
 #include "chorus/distribute/startup_check.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -37,13 +39,33 @@ std::vector<std::string> split(const std::vector<char>& text) {
 void check_same_signature(gloo::rendezvous::Store& store, const ClusterSpec& cluster,
                           const std::vector<std::string>& signature, const std::string& name) {
   if (!cluster.multi_worker()) return;
-  const std::string prefix = "chorus/signature/" + name + "/";
+  // Every rank makes its checks in the same order: the n-th check of `name` is one check.
+  // Counted per rank too, for tests that run several ranks in one process.
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, int>, int> checks;
+  int sequence = 0;
+  {
+    std::lock_guard lock(mutex);
+    sequence = checks[{name, cluster.rank}]++;
+  }
+  const std::string prefix = fmt::format("chorus/signature/{}/{}/", name, sequence);
   store.set(prefix + std::to_string(cluster.rank), join(signature));
-  const std::vector<std::string> reference = split(store.get(prefix + "0"));
-  // Every rank reads every signature, so every rank reaches the same verdict.
+  std::vector<std::vector<std::string>> all;
+  for (int rank = 0; rank < cluster.world_size; ++rank) {
+    all.push_back(rank == cluster.rank ? signature : split(store.get(prefix + std::to_string(rank))));
+  }
+  // Rank 0 hosts the store: it leaves (perhaps to exit on the error below) only after
+  // every rank has read what it needs.
+  store.set(prefix + "read/" + std::to_string(cluster.rank), {'1'});
+  if (cluster.rank == 0) {
+    std::vector<std::string> read;
+    for (int rank = 1; rank < cluster.world_size; ++rank) read.push_back(prefix + "read/" + std::to_string(rank));
+    store.wait(read);
+  }
+  // Every rank compares every signature with rank 0's, so every rank reaches the same verdict.
+  const std::vector<std::string>& reference = all[0];
   for (int rank = 1; rank < cluster.world_size; ++rank) {
-    const std::vector<std::string> other =
-        rank == cluster.rank ? signature : split(store.get(prefix + std::to_string(rank)));
+    const std::vector<std::string>& other = all[static_cast<size_t>(rank)];
     const size_t n = std::max(reference.size(), other.size());
     for (size_t i = 0; i < n; ++i) {
       const std::string mine = i < other.size() ? "'" + other[i] + "'" : "nothing";

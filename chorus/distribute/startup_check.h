@@ -17,7 +17,8 @@ namespace chorus::distribute {
 // Throws ValueError on every rank when any rank's signature differs from rank 0's:
 // "the workers disagree on the model: rank 1 has 'dense_1/kernel (784, 128) float32'
 // where rank 0 has 'dense_1/kernel (784, 256) float32' (line 3)". `name` keys the
-// check in the store, so several checks (model, data) can run in one job.
+// check in the store, so several checks (model, data) can run in one job, and the same
+// check can run again (every rank makes its checks in the same order).
 void check_same_signature(gloo::rendezvous::Store& store, const ClusterSpec& cluster,
                           const std::vector<std::string>& signature, const std::string& name = "model");
 

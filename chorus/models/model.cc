@@ -50,6 +50,7 @@ void Model::compile(CompileOptions options) {
   }
   distribution_ = distribution::distribution();
   runner_.reset();
+  workers_synced_ = false;
   replica_metrics_.clear();
   reset_metrics();
 }

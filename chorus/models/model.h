@@ -166,14 +166,19 @@ class Model : public layers::Layer {
 
  private:
   Logs run_evaluation(const data::Dataset& data, int64_t steps, CallbackList& callbacks);
+  void save_files(const std::filesystem::path& path) const;
   // One step on the calling thread, or split over the replicas of distribution_.
   Logs run_train_step(const Tree& batch);
   Logs run_test_step(const Tree& batch);
   Tree run_predict_step(const Tree& batch);
   // Runs step(batch slice) on every replica that gets rows, then merges the replicas'
-  // metrics into the model's. Returns the number of replicas that ran.
-  int run_replicas(const Tree& batch, const std::function<void(int replica, const Tree& slice)>& step);
+  // (and the workers') metrics into the model's. Returns the number of replicas that ran.
+  int run_replicas(const Tree& batch, bool training, const std::function<void(int replica, const Tree& slice)>& step);
   distribute::ReplicaRunner* replica_runner();
+  // Multi-worker, once per compile: builds the model if needed, checks that every worker
+  // has the same model and configuration, and copies rank 0's weights and optimizer
+  // state to all.
+  void sync_workers(const Tree& batch);
 
   std::unique_ptr<FunctionalGraph> graph_;
   CompileOptions compile_options_;
@@ -183,6 +188,7 @@ class Model : public layers::Layer {
   std::vector<std::shared_ptr<metrics::Metric>> compiled_metrics_;
   std::shared_ptr<distribution::Distribution> distribution_;
   std::unique_ptr<distribute::ReplicaRunner> runner_;
+  bool workers_synced_ = false;
   // Per replica: copies of metrics() that its steps update.
   std::vector<std::vector<std::unique_ptr<metrics::Metric>>> replica_metrics_;
 };

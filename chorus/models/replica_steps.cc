@@ -1,11 +1,22 @@
 // Model's steps under a distribution (DESIGN.md §3): each global batch is split into
 // per-replica slices (views, no copies) that run train_step/test_step/predict_step
 // concurrently on the replica threads; then the replicas' metric states are merged into
-// the model's in replica order, so what fit reports is exact and reproducible.
+// the model's in replica order — and in a multi-worker job every worker's in rank order —
+// so what fit reports is exact and reproducible. The first step of a multi-worker job
+// checks that the workers agree on the model and copies rank 0's weights to all.
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "chorus/core/creation.h"
 #include "chorus/core/error.h"
 #include "chorus/distribute/distribution.h"
 #include "chorus/distribute/replica_runner.h"
+#include "chorus/distribute/startup_check.h"
+#include "chorus/distribute/worker_group.h"
 #include "chorus/models/model.h"
+#include "chorus/models/training_signature.h"
 #include "chorus/ops/ops.h"
 
 namespace chorus::models {
@@ -24,16 +35,90 @@ int64_t batch_rows(const Tree& batch, const std::string& model) {
   return std::max<int64_t>(rows, 0);
 }
 
+// Raw bytes as float32 words for the Gloo collectives, which move floats bit for bit.
+Tensor words_for(size_t bytes) { return Tensor::empty({static_cast<int64_t>((bytes + 3) / 4)}, kFloat32); }
+
+// Rank 0's values of `variables`, copied into every worker's in one broadcast.
+void broadcast_from_chief(const std::vector<Variable>& variables, distribute::Communicator& workers) {
+  size_t bytes = 0;
+  for (const Variable& v : variables) bytes += v.value().nbytes();
+  Tensor buffer = words_for(bytes);
+  auto* out = static_cast<char*>(buffer.raw_data());
+  for (const Variable& v : variables) {
+    const Tensor value = v.value();
+    std::memcpy(out, value.raw_data(), value.nbytes());
+    out += value.nbytes();
+  }
+  workers.broadcast(buffer, 0);
+  const auto* in = static_cast<const char*>(buffer.raw_data());
+  for (const Variable& v : variables) {
+    Tensor value = Tensor::empty(v.shape(), v.dtype());
+    std::memcpy(value.raw_data(), in, value.nbytes());
+    in += value.nbytes();
+    v.assign(value);
+  }
+}
+
+// Every worker's `local` output rows (a leaf of predict's result), in rank order: the rows
+// of the global batch in input order. `rows[w]` is worker w's row count.
+Tensor gather_rows(const Tensor& local, const std::vector<int64_t>& rows, distribute::Communicator& workers) {
+  const Tensor part = local;
+  Shape row = part.shape();
+  row[0] = 1;
+  const int64_t row_bytes = row.numel() * static_cast<int64_t>(dtype_size(part.dtype()));
+  const int64_t most = *std::max_element(rows.begin(), rows.end());
+  Tensor mine = words_for(static_cast<size_t>(most * row_bytes));
+  std::memcpy(mine.raw_data(), part.raw_data(), part.nbytes());
+  Tensor all = Tensor::empty({mine.numel() * static_cast<int64_t>(rows.size())}, kFloat32);
+  workers.all_gather(mine, all);
+  Shape joined_shape = part.shape();
+  joined_shape[0] = 0;
+  for (int64_t r : rows) joined_shape[0] += r;
+  Tensor joined = Tensor::empty(joined_shape, part.dtype());
+  auto* out = static_cast<char*>(joined.raw_data());
+  for (size_t w = 0; w < rows.size(); ++w) {
+    const auto* block = static_cast<const char*>(all.raw_data()) + static_cast<int64_t>(w) * mine.numel() * 4;
+    std::memcpy(out, block, static_cast<size_t>(rows[w] * row_bytes));
+    out += rows[w] * row_bytes;
+  }
+  return joined;
+}
+
 }  // namespace
 
 distribute::ReplicaRunner* Model::replica_runner() {
   const std::shared_ptr<distribution::Distribution> dist = compiled() ? distribution_ : distribution::distribution();
   if (!dist || dist->num_replicas() <= 1) return nullptr;
-  if (!runner_) runner_ = std::make_unique<distribute::ReplicaRunner>(dist->replica_pool());
+  if (!runner_) runner_ = std::make_unique<distribute::ReplicaRunner>(dist->replica_pool(), dist->workers());
   return runner_.get();
 }
 
-int Model::run_replicas(const Tree& batch, const std::function<void(int replica, const Tree& slice)>& step) {
+void Model::sync_workers(const Tree& batch) {
+  distribute::WorkerGroup* group = runner_->workers();
+  if (workers_synced_ || group == nullptr) return;
+  if (!built()) {
+    // A subclassed model builds on its first call: run it on one row so that the
+    // check and the broadcast see its weights.
+    const int64_t rows = std::min<int64_t>(batch_rows(batch, name()), 1);
+    predict_step(batch.map([&](const Tensor& t) { return t.first_axis_slice(0, rows); }));
+  }
+  std::vector<Variable> variables = weights();
+  std::vector<std::string> signature = training_signature(*this, batch_rows(batch, name()));
+  if (compiled()) {
+    size_t slots = 0;
+    for (const Variable& v : optimizer().variables()) {
+      variables.push_back(v);
+      slots += v.value().nbytes();
+    }
+    signature.push_back(fmt::format("optimizer state {} bytes", slots));
+  }
+  distribute::check_same_signature(group->store(), group->cluster(), signature, "model");
+  broadcast_from_chief(variables, group->communicator());
+  workers_synced_ = true;
+}
+
+int Model::run_replicas(const Tree& batch, bool training,
+                        const std::function<void(int replica, const Tree& slice)>& step) {
   distribute::ReplicaRunner& runner = *replica_runner();
   const std::vector<metrics::Metric*> merged = metrics();
   if (replica_metrics_.size() != static_cast<size_t>(runner.num_replicas())) {
@@ -45,7 +130,8 @@ int Model::run_replicas(const Tree& batch, const std::function<void(int replica,
   }
   int active = 0;
   try {
-    active = runner.run(batch_rows(batch, name()), [&](int replica, int64_t begin, int64_t end) {
+    sync_workers(batch);
+    active = runner.run(batch_rows(batch, name()), training, [&](int replica, int64_t begin, int64_t end) {
       step(replica, batch.map([&](const Tensor& t) { return t.first_axis_slice(begin, end); }));
     });
   } catch (...) {
@@ -54,11 +140,37 @@ int Model::run_replicas(const Tree& batch, const std::function<void(int replica,
     }
     throw;
   }
-  for (int r = 0; r < active; ++r) {
-    auto& copies = replica_metrics_[static_cast<size_t>(r)];
-    for (size_t k = 0; k < merged.size(); ++k) {
-      merged[k]->merge_state(copies[k]->state());
-      copies[k]->reset_state();
+  distribute::WorkerGroup* group = runner.workers();
+  if (group == nullptr) {
+    for (int r = 0; r < active; ++r) {
+      auto& copies = replica_metrics_[static_cast<size_t>(r)];
+      for (size_t k = 0; k < merged.size(); ++k) {
+        merged[k]->merge_state(copies[k]->state());
+        copies[k]->reset_state();
+      }
+    }
+    return active;
+  }
+  // This worker's share of the step, then every worker's, merged in rank order.
+  std::vector<double> mine;
+  for (size_t k = 0; k < merged.size(); ++k) {
+    const size_t at = mine.size();
+    mine.resize(at + merged[k]->state().size(), 0.0);
+    for (int r = 0; r < active; ++r) {
+      auto& copy = *replica_metrics_[static_cast<size_t>(r)][k];
+      for (size_t i = 0; i < copy.state().size(); ++i) mine[at + i] += copy.state()[i];
+      copy.reset_state();
+    }
+  }
+  Tensor words = words_for(mine.size() * sizeof(double));
+  std::memcpy(words.raw_data(), mine.data(), mine.size() * sizeof(double));
+  Tensor all = Tensor::empty({words.numel() * group->size()}, kFloat32);
+  group->communicator().all_gather(words, all);
+  for (int w = 0; w < group->size(); ++w) {
+    const auto* state = reinterpret_cast<const double*>(all.data<float>() + w * words.numel());
+    for (metrics::Metric* metric : merged) {
+      metric->merge_state(std::span<const double>(state, metric->state().size()));
+      state += metric->state().size();
     }
   }
   return active;
@@ -66,13 +178,28 @@ int Model::run_replicas(const Tree& batch, const std::function<void(int replica,
 
 Logs Model::run_train_step(const Tree& batch) {
   if (replica_runner() == nullptr) return train_step(batch);
-  run_replicas(batch, [&](int, const Tree& slice) { train_step(slice); });
+  const bool rows = batch_rows(batch, name()) > 0;
+  run_replicas(batch, /*training=*/true, [&](int, const Tree& slice) {
+    if (!rows || batch_rows(slice, name()) > 0) {
+      train_step(slice);
+      return;
+    }
+    // This worker has no rows of the batch: it adds zero gradients to the reduction and
+    // applies the same update as the others.
+    std::vector<Variable> variables = trainable_weights();
+    std::vector<Tensor> none;
+    for (const Variable& v : variables) none.push_back(zeros(v.shape(), v.dtype()));
+    optimizer().apply_gradients(none, variables);
+  });
   return get_metrics_result();
 }
 
 Logs Model::run_test_step(const Tree& batch) {
   if (replica_runner() == nullptr) return test_step(batch);
-  run_replicas(batch, [&](int, const Tree& slice) { test_step(slice); });
+  const bool rows = batch_rows(batch, name()) > 0;
+  run_replicas(batch, /*training=*/false, [&](int, const Tree& slice) {
+    if (!rows || batch_rows(slice, name()) > 0) test_step(slice);  // a worker without rows adds nothing
+  });
   return get_metrics_result();
 }
 
@@ -80,16 +207,25 @@ Tree Model::run_predict_step(const Tree& batch) {
   distribute::ReplicaRunner* runner = replica_runner();
   if (runner == nullptr) return predict_step(batch);
   std::vector<Tree> outputs(static_cast<size_t>(runner->num_replicas()));
-  const int active = run_replicas(batch, [&](int replica, const Tree& slice) {
+  const int active = run_replicas(batch, /*training=*/false, [&](int replica, const Tree& slice) {
     outputs[static_cast<size_t>(replica)] = predict_step(slice);
   });
-  if (active == 1) return outputs[0];
   // Replica order is row order: concatenating the slices' outputs keeps the input order.
   std::vector<Tensor> joined = outputs[0].flatten();
-  for (size_t leaf = 0; leaf < joined.size(); ++leaf) {
-    std::vector<Tensor> parts;
-    for (int r = 0; r < active; ++r) parts.push_back(outputs[static_cast<size_t>(r)].flatten()[leaf]);
-    joined[leaf] = ops::concatenate(parts, 0);
+  if (active > 1) {
+    for (size_t leaf = 0; leaf < joined.size(); ++leaf) {
+      std::vector<Tensor> parts;
+      for (int r = 0; r < active; ++r) parts.push_back(outputs[static_cast<size_t>(r)].flatten()[leaf]);
+      joined[leaf] = ops::concatenate(parts, 0);
+    }
+  }
+  if (distribute::WorkerGroup* group = runner->workers()) {
+    // Every worker returns the whole batch's predictions, as on one process.
+    const int local = runner->num_replicas();
+    const auto slices = distribute::ReplicaRunner::split(batch_rows(batch, name()), local * group->size());
+    std::vector<int64_t> rows(static_cast<size_t>(group->size()));
+    for (size_t g = 0; g < slices.size(); ++g) rows[g / static_cast<size_t>(local)] += slices[g].second - slices[g].first;
+    for (Tensor& leaf : joined) leaf = gather_rows(leaf, rows, group->communicator());
   }
   return outputs[0].unflatten(joined);
 }

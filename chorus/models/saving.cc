@@ -14,6 +14,11 @@
 #include "chorus/io/safetensors.h"
 #include "chorus/models/functional_graph.h"
 #include "chorus/models/model.h"
+
+#include <functional>
+
+#include "chorus/distribute/distribution.h"
+#include "chorus/distribute/worker_group.h"
 #include "chorus/models/sequential.h"
 
 namespace chorus::models {
@@ -70,11 +75,24 @@ nlohmann::json read_json(const fs::path& path) {
 
 void write_json(const fs::path& path, const nlohmann::json& json) { io::write_file_atomically(path, json.dump(2) + "\n"); }
 
+// In a multi-worker job only rank 0 writes; every rank returns once the files are
+// complete, so any of them may read them back (DESIGN.md §3).
+void write_on_chief(const std::shared_ptr<distribution::Distribution>& distribution, const std::function<void()>& write) {
+  const auto& group = distribution ? distribution->workers() : nullptr;
+  if (group == nullptr) {
+    write();
+    return;
+  }
+  group->on_chief_then_barrier(write);
+}
+
 }  // namespace
 
 void Model::save_weights(const fs::path& path) const {
   if (!built()) throw_error<ValueError>("{}: save_weights on a model that was never built", name());
-  io::save_safetensors(path, named(weights()), {{"format", "chorus.weights"}, {"model", name()}});
+  write_on_chief(distribution_, [&] {
+    io::save_safetensors(path, named(weights()), {{"format", "chorus.weights"}, {"model", name()}});
+  });
 }
 
 void Model::load_weights(const fs::path& path) {
@@ -87,6 +105,10 @@ void Model::load_weights(const fs::path& path) {
 
 void Model::save(const fs::path& path) const {
   if (!built()) throw_error<ValueError>("{}: save on a model that was never built", name());
+  write_on_chief(distribution_, [&] { save_files(path); });
+}
+
+void Model::save_files(const fs::path& path) const {
   io::AtomicDirectory dir(path);
   nlohmann::json config = {{"class_name", class_name()}, {"config", get_config()}};
   if (compiled()) {

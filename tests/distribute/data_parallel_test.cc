@@ -8,6 +8,7 @@
 
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
+#include "tests/distribute/two_tower_util.h"
 #include "tests/models/model_test_util.h"
 
 namespace chorus {
@@ -34,18 +35,6 @@ std::vector<Device> first_devices(int n) {
   std::vector<Device> out;
   for (int i = 0; i < n; ++i) out.push_back(Device::cpu(i));
   return out;
-}
-
-double max_relative_difference(const std::vector<autograd::Variable>& a, const std::vector<autograd::Variable>& b) {
-  double worst = 0;
-  for (size_t k = 0; k < a.size(); ++k) {
-    const auto x = a[k].value().to_vector<float>(), y = b[k].value().to_vector<float>();
-    for (size_t i = 0; i < x.size(); ++i) {
-      const double scale = std::max({std::abs(static_cast<double>(x[i])), std::abs(static_cast<double>(y[i])), 1e-3});
-      worst = std::max(worst, std::abs(static_cast<double>(x[i]) - y[i]) / scale);
-    }
-  }
-  return worst;
 }
 
 struct MlpRun {
@@ -75,7 +64,7 @@ TEST_F(DataParallelTest, MlpMatchesOneDeviceOnOneToFourReplicas) {
   for (int devices = 1; devices <= 4; ++devices) {
     SCOPED_TRACE(devices);
     MlpRun run = train_mlp(devices);
-    EXPECT_LE(max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
+    EXPECT_LE(testing::max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
     // The reported loss and accuracy are the global batch's (exact merge of replica states).
     for (const char* key : {"loss", "sparse_categorical_accuracy"}) {
       const auto& got = run.history.history.at(key);
@@ -93,7 +82,7 @@ TEST_F(DataParallelTest, SgdWithMomentumMatchesOneDevice) {
   for (int devices = 2; devices <= 3; ++devices) {
     SCOPED_TRACE(devices);
     MlpRun run = train_mlp(devices, 16, sgd());
-    EXPECT_LE(max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
+    EXPECT_LE(testing::max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
   }
 }
 
@@ -101,7 +90,7 @@ TEST_F(DataParallelTest, BatchSmallerThanReplicaCountIsExact) {
   // Batches of 2 rows over 4 replicas: two replicas get nothing in every step.
   MlpRun reference = train_mlp(0, 2);
   MlpRun run = train_mlp(4, 2);
-  EXPECT_LE(max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
+  EXPECT_LE(testing::max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
 }
 
 TEST_F(DataParallelTest, SameRunTwiceGivesIdenticalBits) {
@@ -110,40 +99,13 @@ TEST_F(DataParallelTest, SameRunTwiceGivesIdenticalBits) {
   for (size_t k = 0; k < wa.size(); ++k) EXPECT_TRUE(testing::same_bits(wa[k].value(), wb[k].value())) << wa[k].path();
 }
 
-// The two-tower retrieval model of DESIGN.md §1 (without the retrieval layer).
-class TwoTower : public models::Model {
- public:
-  TwoTower(int64_t users, int64_t movies)
-      : user_(add<layers::Embedding>(users, 8)), movie_(add<layers::Embedding>(movies, 8)) {}
-  Tree call(const Tree& x, bool) override { return Tree{{"user_embeddings", (*user_)(x.tensor())}}; }
-  Tensor compute_loss(const Tree&, const Tree& y, const Tree& y_pred, const Tensor&) override {
-    Tensor scores = ops::sum(y_pred["user_embeddings"].tensor() * (*movie_)(y["movie_id"].tensor()), 1, true);
-    return losses::MeanSquaredError()(ops::expand_dims(y["rating"].tensor(), -1), scores);
-  }
-
- private:
-  layers::Embedding* user_;
-  layers::Embedding* movie_;
-};
-
-std::unique_ptr<TwoTower> train_two_tower(int devices) {
+std::unique_ptr<testing::TwoTower> train_two_tower(int devices) {
   layers::set_random_seed(11);
   if (devices > 0) dist::set_distribution(dist::DataParallel(first_devices(devices)));
-  auto model = std::make_unique<TwoTower>(30, 40);
+  auto model = std::make_unique<testing::TwoTower>(30, 40);
   model->compile({.optimizer = optimizers::Adagrad(0.2)});
   dist::set_distribution(nullptr);
-  Generator gen(5);
-  const int64_t n = 250;
-  Tensor users = Tensor::empty({n}, kInt32), movies = Tensor::empty({n}, kInt32);
-  for (int64_t i = 0; i < n; ++i) {
-    users.data<int32_t>()[i] = static_cast<int32_t>((i * 7) % 30);
-    movies.data<int32_t>()[i] = static_cast<int32_t>((i * 13) % 40);
-  }
-  Tensor ratings = uniform(Shape{n}, gen, 0, 1);
-  auto data = data::Dataset::from_tensor_slices(
-                  Tree::list({users, Tree{{"movie_id", movies}, {"rating", ratings}}}))
-                  .batch(64);  // 64, 64, 64, 58
-  model->fit(data, {.epochs = 4, .verbose = 0});
+  model->fit(testing::two_tower_ratings(250).batch(64), {.epochs = 4, .verbose = 0});  // 64, 64, 64, 58
   return model;
 }
 
@@ -152,7 +114,7 @@ TEST_F(DataParallelTest, TwoTowerMatchesOneDeviceOnOneToFourReplicas) {
   for (int devices = 1; devices <= 4; ++devices) {
     SCOPED_TRACE(devices);
     auto model = train_two_tower(devices);
-    EXPECT_LE(max_relative_difference(model->weights(), reference->weights()), 1e-5);
+    EXPECT_LE(testing::max_relative_difference(model->weights(), reference->weights()), 1e-5);
   }
 }
 
@@ -188,7 +150,7 @@ TEST_F(DataParallelTest, MirroredStrategyScopeIsCapturedByCompile) {
   EXPECT_EQ(model->distribution()->num_replicas(), 2);
   auto blobs = testing::separable_blobs(103, 3);
   model->fit(blobs.x, blobs.y, {.epochs = 3, .batch_size = 16, .verbose = 0, .shuffle = false});
-  EXPECT_LE(max_relative_difference(model->weights(), reference.model->weights()), 1e-5);
+  EXPECT_LE(testing::max_relative_difference(model->weights(), reference.model->weights()), 1e-5);
 }
 
 TEST_F(DataParallelTest, VariablesCreatedOutsideTheScopeAreMirroredToo) {
@@ -206,7 +168,7 @@ TEST_F(DataParallelTest, VariablesCreatedOutsideTheScopeAreMirroredToo) {
   auto blobs = testing::separable_blobs(103, 3);
   model->fit(blobs.x, blobs.y, {.epochs = 3, .batch_size = 16, .verbose = 0, .shuffle = false});
   EXPECT_EQ(model->distribution()->num_replicas(), 3);
-  EXPECT_LE(max_relative_difference(model->weights(), reference.model->weights()), 1e-5);
+  EXPECT_LE(testing::max_relative_difference(model->weights(), reference.model->weights()), 1e-5);
 }
 
 TEST_F(DataParallelTest, BatchNormMovingMeanMatchesOneDevice) {
@@ -245,7 +207,7 @@ TEST_F(DataParallelTest, DropoutMasksDoNotDependOnTheReplicaCount) {
     return model;
   };
   auto two = train(2), three = train(3);
-  EXPECT_LE(max_relative_difference(two->weights(), three->weights()), 1e-5);
+  EXPECT_LE(testing::max_relative_difference(two->weights(), three->weights()), 1e-5);
 }
 
 TEST_F(DataParallelTest, ReplicaErrorsReachTheCaller) {

@@ -1,0 +1,146 @@
+#include "chorus/distribute/worker_group.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <random>
+
+#include <fmt/format.h>
+#include <gloo/rendezvous/file_store.h>
+
+#include "chorus/core/error.h"
+#include "chorus/core/random.h"
+#include "chorus/distribute/gloo_communicator.h"
+#include "chorus/distribute/local_communicator.h"
+#include "chorus/distribute/tcp_store.h"
+
+namespace chorus::distribute {
+namespace {
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+bool is_loopback(const std::string& host) {
+  if (host == "localhost" || host == "::1") return true;
+  in_addr address{};
+  return ::inet_pton(AF_INET, host.c_str(), &address) == 1 && (ntohl(address.s_addr) >> 24) == 127;
+}
+
+// The first IPv4 address `host` resolves to, or "" when it does not resolve.
+std::string resolve(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return "";
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof text);
+  ::freeaddrinfo(found);
+  return text;
+}
+
+std::chrono::milliseconds collective_deadline() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::min(collective_timeout_from_env(), Seconds(1e8)));
+}
+
+}  // namespace
+
+std::string gloo_bind_address(const ClusterSpec& cluster) {
+  if (!env("CHORUS_SOCKET_IFNAME").empty()) return "";
+  if (std::string address = env("CHORUS_SOCKET_ADDR"); !address.empty()) return address;
+  // Peers that reach the master over loopback are all on this host.
+  if (cluster.local_world_size >= cluster.world_size || is_loopback(cluster.master_addr)) return "127.0.0.1";
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  const std::string address = resolve(name);
+  if (address.empty() || is_loopback(address)) {
+    throw_error<ValueError>(
+        "multi-worker: {} spans hosts, but this host's name \"{}\" resolves to {}; the other hosts could not reach "
+        "it. Set CHORUS_SOCKET_IFNAME (e.g. eth0) or CHORUS_SOCKET_ADDR to the address they should use",
+        cluster.to_string(), name, address.empty() ? "nothing" : address);
+  }
+  return address;
+}
+
+WorkerGroup::WorkerGroup(ClusterSpec cluster) : cluster_(std::move(cluster)) {
+  const std::chrono::milliseconds deadline = collective_deadline();
+  GlooOptions gloo;
+  gloo.timeout = deadline;
+  gloo.hostname = gloo_bind_address(cluster_);  // before the store: a bad address fails fast
+  if (std::string dir = env("CHORUS_RENDEZVOUS_DIR"); !dir.empty()) {
+    // Gloo's FileStore on a shared filesystem; a directory per job keeps jobs apart.
+    const std::filesystem::path path = std::filesystem::path(dir) / cluster_.job_id;
+    std::error_code error;
+    std::filesystem::create_directories(path, error);
+    if (error) {
+      throw_error<IOError>("multi-worker: cannot create the rendezvous directory {}: {}", path.string(),
+                           error.message());
+    }
+    store_ = std::make_unique<gloo::rendezvous::FileStore>(path.string());
+  } else {
+    TcpStoreOptions options;
+    options.timeout = deadline;
+    store_ = std::make_unique<TcpStore>(cluster_, options);
+  }
+  // Unseeded shuffles must agree across workers: each takes its rows of the same batches.
+  uint64_t seed = 0;
+  if (rank() == 0) {
+    std::random_device device;
+    seed = (uint64_t{device()} << 32) ^ device();
+    std::vector<char> bytes(sizeof seed);
+    std::memcpy(bytes.data(), &seed, sizeof seed);
+    store_->set("chorus/seed", bytes);
+  } else {
+    store_->wait({"chorus/seed"}, deadline);
+    const std::vector<char> bytes = store_->get("chorus/seed");
+    if (bytes.size() != sizeof seed) throw_error<StoreError>("multi-worker: malformed seed from rank 0");
+    std::memcpy(&seed, bytes.data(), sizeof seed);
+  }
+  set_unseeded_seed_stream(seed);
+  communicator_ = std::make_unique<GlooCommunicator>(cluster_, *store_, gloo);
+}
+
+WorkerGroup::~WorkerGroup() = default;
+
+void WorkerGroup::on_chief_then_barrier(const std::function<void()>& write) {
+  if (rank() == 0) write();
+  communicator_->barrier();
+}
+
+}  // namespace chorus::distribute
+
+namespace chorus::distribution {
+namespace {
+std::mutex g_mutex;
+std::shared_ptr<distribute::WorkerGroup> g_group;
+}  // namespace
+
+void initialize() { initialize(distribute::discover_cluster()); }
+
+void initialize(const distribute::ClusterSpec& cluster) {
+  std::lock_guard lock(g_mutex);
+  if (g_group) {
+    const distribute::ClusterSpec& joined = g_group->cluster();
+    if (joined.rank != cluster.rank || joined.world_size != cluster.world_size ||
+        joined.master_addr != cluster.master_addr || joined.master_port != cluster.master_port) {
+      throw_error<ValueError>("distribution.initialize: this process already joined {}; cannot join {}",
+                              joined.to_string(), cluster.to_string());
+    }
+    return;
+  }
+  if (!cluster.multi_worker()) return;
+  g_group = std::make_shared<distribute::WorkerGroup>(cluster);
+}
+
+std::shared_ptr<distribute::WorkerGroup> worker_group() {
+  std::lock_guard lock(g_mutex);
+  return g_group;
+}
+
+}  // namespace chorus::distribution

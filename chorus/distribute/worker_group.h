@@ -1,0 +1,72 @@
+// WorkerGroup: this process's membership in a multi-worker job (DESIGN.md §3,
+// "Multi-worker") — the cluster description, the rendezvous store and the Gloo
+// communicator that carries gradients, metrics and weights between workers. One per
+// process, made by distribution::initialize() and shared by the distributions made after
+// it; its collectives are issued by one thread at a time (the trainer's).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "chorus/distribute/cluster.h"
+#include "chorus/distribute/communicator.h"
+
+namespace gloo::rendezvous {
+class Store;
+}
+
+namespace chorus::distribute {
+
+class WorkerGroup {
+ public:
+  // Joins the job `cluster` describes: rank 0 hosts the TCP store (or every rank uses
+  // Gloo's FileStore when CHORUS_RENDEZVOUS_DIR names a shared directory), the ranks agree
+  // on a random seed for unseeded shuffles, then connect the Gloo communicator. Blocks
+  // until every rank has arrived or the connect deadline passes (StoreError /
+  // CollectiveError naming the store and the missing ranks). Throws ValueError when a
+  // multi-host job would bind a loopback address (set CHORUS_SOCKET_IFNAME or
+  // CHORUS_SOCKET_ADDR).
+  explicit WorkerGroup(ClusterSpec cluster);
+  ~WorkerGroup();
+  WorkerGroup(const WorkerGroup&) = delete;
+  WorkerGroup& operator=(const WorkerGroup&) = delete;
+
+  const ClusterSpec& cluster() const { return cluster_; }
+  int rank() const { return cluster_.rank; }
+  int size() const { return cluster_.world_size; }
+  gloo::rendezvous::Store& store() { return *store_; }
+  Communicator& communicator() { return *communicator_; }
+
+  // Runs `write` on rank 0 only, then waits at a barrier so no rank reads a file rank 0
+  // is still writing (checkpoints). If rank 0's write throws, the others fail at the
+  // barrier within the collective deadline, naming rank 0.
+  void on_chief_then_barrier(const std::function<void()>& write);
+
+ private:
+  ClusterSpec cluster_;
+  std::unique_ptr<gloo::rendezvous::Store> store_;
+  std::unique_ptr<Communicator> communicator_;
+};
+
+// The address Gloo binds for `cluster`: CHORUS_SOCKET_ADDR, else 127.0.0.1 when every
+// worker is on this host, else this host's name. Returns "" when CHORUS_SOCKET_IFNAME
+// names the interface instead. Throws ValueError when a multi-host job would bind a
+// loopback address.
+std::string gloo_bind_address(const ClusterSpec& cluster);
+
+}  // namespace chorus::distribute
+
+namespace chorus::distribution {
+
+// keras.distribution.initialize: joins the multi-worker job described by the
+// environment (discover_cluster) or by `cluster`. Distributions made afterwards span
+// every worker: DataParallel() then has local devices x workers replicas. A single-worker
+// cluster is a no-op. Throws ValueError when called twice with different clusters.
+void initialize();
+void initialize(const distribute::ClusterSpec& cluster);
+
+// The process's worker group, or nullptr before initialize() (or for one worker).
+std::shared_ptr<distribute::WorkerGroup> worker_group();
+
+}  // namespace chorus::distribution

@@ -1,0 +1,309 @@
+// Multi-worker training between real processes on 127.0.0.1 (issue 6): 2 and 3 workers
+// train the MLP and the two-tower model to the weights of one process with the same
+// global batch, uneven and empty worker shares included; evaluate and predict are exact;
+// a worker with another model, a worker killed mid-epoch, two jobs at once and a late
+// starter. Workers are this test binary re-run with CHORUS_TEST_WORKER set: the
+// environment below runs the scenario and exits before any test.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "chorus/chorus.h"
+#include "chorus/distribute/launcher.h"
+#include "tests/distribute/two_tower_util.h"
+#include "tests/models/model_test_util.h"
+#include "tests/testing/free_port.h"
+#include "tests/testing/temp_dir.h"
+
+extern char** environ;
+
+namespace chorus {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+// What a scenario leaves behind: final weights, per-epoch history, evaluation, predictions.
+json outcome(const models::Model& model, const models::History& history) {
+  json out;
+  for (const auto& v : model.weights()) out["weights"].push_back(v.value().to_vector<float>());
+  for (const auto& [key, values] : history.history) out["history"][key] = values;
+  return out;
+}
+
+// Runs a scenario: under MultiWorkerMirroredStrategy when `multi_worker`, else in this
+// process alone (the reference). Scenarios: "mlp" (98 rows in batches of 16, so the last
+// batch of 2 rows leaves a third worker empty), "mlp_wider" on rank 1 ("mismatch"),
+// "die" (rank 1 kills itself in epoch 2), "two_tower".
+json run_scenario(const std::string& scenario, bool multi_worker) {
+  std::optional<distribute::MultiWorkerMirroredStrategy> strategy;
+  if (multi_worker) strategy.emplace();
+  const int rank = strategy ? strategy->cluster_resolver().rank : 0;
+  auto compile = [&](models::Model& model, models::CompileOptions options) {
+    std::optional<distribution::DistributionScope> scope;
+    if (strategy) scope.emplace(strategy->scope());
+    model.compile(std::move(options));
+  };
+  if (scenario == "two_tower") {
+    layers::set_random_seed(11);
+    testing::TwoTower model(30, 40);
+    compile(model, {.optimizer = optimizers::Adagrad(0.2)});
+    models::History history = model.fit(testing::two_tower_ratings(250).batch(64), {.epochs = 4, .verbose = 0});
+    return outcome(model, history);
+  }
+  layers::set_random_seed(7);
+  auto model = testing::small_mlp(4, scenario == "mismatch" && rank == 1 ? 9 : 8);
+  compile(*model, {.optimizer = optimizers::SGD({.learning_rate = 0.1, .momentum = 0.9}),
+                   .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                   .metrics = {"sparse_categorical_accuracy"}});
+  auto die = std::make_shared<callbacks::LambdaCallback>(callbacks::LambdaCallbackFunctions{
+      .on_train_batch_begin = [&](int64_t batch, const models::Logs&) {
+        if (scenario == "die" && rank == 1 && batch == 3) ::raise(SIGKILL);
+      }});
+  auto train = testing::separable_blobs(98, 3), test = testing::separable_blobs(41, 9);
+  models::History history = model->fit(
+      train.x, train.y, {.epochs = 3, .batch_size = 16, .verbose = 0, .callbacks = {die}, .shuffle = false});
+  json out = outcome(*model, history);
+  for (const auto& [key, value] : model->evaluate(test.x, test.y, {.batch_size = 10, .verbose = 0})) {
+    out["evaluate"][key] = value;
+  }
+  out["predict"] = model->predict(test.x, {.batch_size = 10}).tensor().to_vector<float>();
+  return out;
+}
+
+// The worker side: CHORUS_TEST_WORKER names the scenario, CHORUS_TEST_OUT the directory
+// for rank<r>.json (or rank<r>.error with the exception's message).
+class WorkerEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const char* scenario = std::getenv("CHORUS_TEST_WORKER");
+    if (scenario == nullptr) return;
+    const std::string out = std::getenv("CHORUS_TEST_OUT"), rank = std::getenv("RANK");
+    int code = 0;
+    try {
+      std::ofstream(out + "/rank" + rank + ".json") << run_scenario(scenario, true).dump();
+    } catch (const std::exception& e) {
+      std::ofstream(out + "/rank" + rank + ".error") << e.what();
+      code = 1;
+    }
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const worker_environment =
+    ::testing::AddGlobalTestEnvironment(new WorkerEnvironment);
+
+class MultiWorkerTest : public testing::TempDirTest {
+ protected:
+  // The environment of worker `rank` of a `world`-worker job on 127.0.0.1:port.
+  // Results go to `out` (default: dir()).
+  std::vector<std::string> worker_env(const std::string& scenario, int rank, int world, int port,
+                                      const std::string& job, int devices = 1, const std::string& out = "") const {
+    std::vector<std::string> env = {"CHORUS_TEST_WORKER=" + scenario, "CHORUS_TEST_OUT=" + (out.empty() ? dir() : out),
+                                    "RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world),
+                                    "LOCAL_RANK=" + std::to_string(rank), "LOCAL_WORLD_SIZE=" + std::to_string(world),
+                                    "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
+                                    "CHORUS_JOB_ID=" + job, "CHORUS_CPU_DEVICES=" + std::to_string(devices),
+                                    "OMP_NUM_THREADS=1", "CHORUS_COLLECTIVE_TIMEOUT=5"};
+    // The rest of this process's environment, less what is set above.
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string kv = *e, key = kv.substr(0, kv.find('=') + 1);
+      if (std::none_of(env.begin(), env.end(), [&](const std::string& s) { return s.starts_with(key); })) {
+        env.push_back(kv);
+      }
+    }
+    return env;
+  }
+
+  // Starts this binary as a worker; returns its pid.
+  static pid_t spawn(const std::vector<std::string>& env) {
+    std::vector<std::string> args = {"/proc/self/exe", "--gtest_filter=MultiWorkerTest.*"};
+    std::vector<char*> argv, envp;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (const auto& kv : env) envp.push_back(const_cast<char*>(kv.c_str()));
+    envp.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      // The worker's own gtest banner and logs go to /dev/null; results go to files.
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, STDOUT_FILENO);
+      ::execve(argv[0], argv.data(), envp.data());
+      std::_Exit(127);
+    }
+    return pid;
+  }
+
+  // Waits for `pid` at most `limit`; kills it and returns -1 if it is still running.
+  static int wait_exit(pid_t pid, std::chrono::seconds limit = std::chrono::seconds(120)) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    int status = 0;
+    while (::waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > until) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  // Runs a whole job and returns each rank's exit code.
+  std::vector<int> run_job(const std::string& scenario, int world, int devices = 1) {
+    const int port = testing::free_port();
+    std::vector<pid_t> pids;
+    for (int r = 0; r < world; ++r) pids.push_back(spawn(worker_env(scenario, r, world, port, scenario, devices)));
+    std::vector<int> codes;
+    for (pid_t pid : pids) codes.push_back(wait_exit(pid));
+    return codes;
+  }
+
+  json result(int rank) const {
+    std::ifstream in(dir_ / ("rank" + std::to_string(rank) + ".json"));
+    if (!in) return json();
+    return json::parse(in);
+  }
+  std::string error(int rank) const {
+    std::ifstream in(dir_ / ("rank" + std::to_string(rank) + ".error"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  // Every rank's weights equal the reference's (<= 1e-5 relative) and each other's bits;
+  // the reported metrics are the global batch's.
+  void expect_matches(const json& reference, int world) {
+    for (int r = 0; r < world; ++r) {
+      SCOPED_TRACE("rank " + std::to_string(r) + ": " + error(r));
+      const json got = result(r);
+      ASSERT_TRUE(got.contains("weights"));
+      double worst = 0;
+      for (size_t k = 0; k < reference["weights"].size(); ++k) {
+        const auto want = reference["weights"][k].get<std::vector<float>>();
+        const auto have = got["weights"][k].get<std::vector<float>>();
+        ASSERT_EQ(have.size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+          worst = std::max(worst, std::abs(double{have[i]} - want[i]) /
+                                      std::max({std::abs(double{have[i]}), std::abs(double{want[i]}), 1e-3}));
+        }
+      }
+      EXPECT_LE(worst, 1e-5);
+      EXPECT_EQ(got["weights"], result(0)["weights"]) << "ranks differ";
+      for (const auto& [key, values] : reference["history"].items()) {
+        for (size_t e = 0; e < values.size(); ++e) {
+          EXPECT_NEAR(got["history"][key][e].get<double>(), values[e].get<double>(), 1e-6) << key << " epoch " << e;
+        }
+      }
+      if (reference.contains("evaluate")) {
+        for (const auto& [key, value] : reference["evaluate"].items()) {
+          EXPECT_NEAR(got["evaluate"][key].get<double>(), value.get<double>(), 1e-6) << key;
+        }
+        const auto want = reference["predict"].get<std::vector<float>>();
+        const auto have = got["predict"].get<std::vector<float>>();
+        ASSERT_EQ(have.size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(have[i], want[i], 1e-4) << i;
+      }
+    }
+  }
+};
+
+TEST_F(MultiWorkerTest, MlpOnTwoAndThreeWorkersMatchesOneProcess) {
+  const json reference = run_scenario("mlp", false);
+  for (int world : {2, 3}) {
+    SCOPED_TRACE(world);
+    EXPECT_EQ(run_job("mlp", world), std::vector<int>(static_cast<size_t>(world), 0));
+    expect_matches(reference, world);
+  }
+}
+
+TEST_F(MultiWorkerTest, TwoWorkersOfTwoReplicasEachMatchOneProcess) {
+  // Hierarchical: each worker reduces its two replicas in-process, then across workers.
+  const json reference = run_scenario("mlp", false);
+  EXPECT_EQ(run_job("mlp", 2, /*devices=*/2), std::vector<int>(2, 0));
+  expect_matches(reference, 2);
+}
+
+TEST_F(MultiWorkerTest, TwoTowerOnTwoAndThreeWorkersMatchesOneProcess) {
+  const json reference = run_scenario("two_tower", false);
+  for (int world : {2, 3}) {
+    SCOPED_TRACE(world);
+    EXPECT_EQ(run_job("two_tower", world), std::vector<int>(static_cast<size_t>(world), 0));
+    expect_matches(reference, world);
+  }
+}
+
+TEST_F(MultiWorkerTest, LaunchRunsAJob) {
+  // The same job through `chorus launch`'s machinery: environment, ranks, exit code.
+  const json reference = run_scenario("mlp", false);
+  ::setenv("CHORUS_TEST_WORKER", "mlp", 1);
+  ::setenv("CHORUS_TEST_OUT", dir().c_str(), 1);
+  ::setenv("CHORUS_CPU_DEVICES", "1", 1);
+  const int code = distribute::launch(
+      {.nproc_per_node = 2, .command = {"/proc/self/exe", "--gtest_filter=MultiWorkerTest.*"}});
+  for (const char* name : {"CHORUS_TEST_WORKER", "CHORUS_TEST_OUT", "CHORUS_CPU_DEVICES"}) ::unsetenv(name);
+  EXPECT_EQ(code, 0);
+  expect_matches(reference, 2);
+}
+
+TEST_F(MultiWorkerTest, AWorkerWithAnotherModelFailsOnEveryRank) {
+  EXPECT_EQ(run_job("mismatch", 2), std::vector<int>(2, 1));
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_THAT(error(r), HasSubstr("the workers disagree on the model")) << r;
+    EXPECT_THAT(error(r), HasSubstr("dense")) << r;  // the first difference: the hidden layer's shape
+  }
+}
+
+TEST_F(MultiWorkerTest, AKilledWorkerFailsTheOthersWithinTheDeadlineNamingIt) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<int> codes = run_job("die", 3);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(codes[1], 128 + SIGKILL);
+  for (int r : {0, 2}) {
+    EXPECT_EQ(codes[static_cast<size_t>(r)], 1) << r;
+    EXPECT_THAT(error(r), HasSubstr("ranks that never arrived: 1")) << r;
+    EXPECT_THAT(error(r), HasSubstr("#")) << r;  // the operation's sequence number
+  }
+  EXPECT_LT(seconds, 60);  // the deadline is 5 s; start-up and training take a few more
+}
+
+TEST_F(MultiWorkerTest, TwoJobsOnOneHostDoNotInterfere) {
+  const json reference = run_scenario("mlp", false);
+  const int port_a = testing::free_port(), port_b = testing::free_port();
+  std::vector<pid_t> pids;
+  // Job b writes to a subdirectory so the two jobs' rank files stay apart.
+  std::filesystem::create_directories(dir_ / "b");
+  for (int r = 0; r < 2; ++r) {
+    pids.push_back(spawn(worker_env("mlp", r, 2, port_a, "job-a")));
+    pids.push_back(spawn(worker_env("mlp", r, 2, port_b, "job-b", 1, (dir_ / "b").string())));
+  }
+  for (pid_t pid : pids) EXPECT_EQ(wait_exit(pid), 0);
+  expect_matches(reference, 2);
+  const std::filesystem::path a = dir_;
+  dir_ = dir_ / "b";
+  expect_matches(reference, 2);
+  dir_ = a;
+}
+
+TEST_F(MultiWorkerTest, WorkersThatStartLateStillJoin) {
+  // Rank 1 starts before rank 0's store exists (it retries connecting); rank 0 comes 2 s late.
+  const json reference = run_scenario("mlp", false);
+  const int port = testing::free_port();
+  const pid_t first = spawn(worker_env("mlp", 1, 2, port, "late"));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const pid_t late = spawn(worker_env("mlp", 0, 2, port, "late"));
+  EXPECT_EQ(wait_exit(first), 0);
+  EXPECT_EQ(wait_exit(late), 0);
+  expect_matches(reference, 2);
+}
+
+}  // namespace
+}  // namespace chorus
