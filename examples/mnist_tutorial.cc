@@ -107,11 +107,16 @@ MnistTutorialResult run_mnist_tutorial(const MnistTutorialOptions& options) {
     for (int i = 0; i < options.devices; ++i) distribute::check_device(Device::cpu(i));
     devices.resize(static_cast<size_t>(options.devices));
   }
-  distribute::MirroredStrategy strategy(devices);
-  if (options.verbose > 0) std::cout << "Number of devices: " << strategy.num_replicas_in_sync() << "\n";
+  // Under a launcher (chorus launch, torchrun, mpirun, Slurm, TF_CONFIG) the tutorial's
+  // multi-worker variant: MultiWorkerMirroredStrategy over the same local devices.
+  const distribute::ClusterSpec cluster = distribute::discover_cluster();
+  const std::shared_ptr<distribution::DataParallel> strategy =
+      cluster.multi_worker() ? distribute::MultiWorkerMirroredStrategy(cluster, devices).distribution()
+                             : distribute::MirroredStrategy(devices).distribution();
+  if (options.verbose > 0) std::cout << "Number of devices: " << strategy->num_replicas() << "\n";
   // make_or_restore_model(): either restore the latest model, or create a fresh one, in
   // the strategy's scope (compiling there makes the model train on its replicas).
-  auto scope = strategy.scope();
+  auto scope = strategy->scope();
   std::unique_ptr<models::Model> model;
   int initial_epoch = 0;
   std::vector<Shared<models::Callback>> callbacks;

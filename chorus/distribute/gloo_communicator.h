@@ -35,7 +35,8 @@ struct GlooOptions {
   std::string hostname;
   // Names the communicator's keys in the store, so several streams share one store.
   std::string name = "default";
-  // Above this many floats all_reduce uses Gloo's bcube instead of its ring.
+  // With more than two workers, all_reduce uses Gloo's bcube instead of its ring above
+  // this many floats.
   int64_t bcube_above = int64_t{1} << 20;
 };
 

@@ -6,9 +6,10 @@ namespace chorus::distribute {
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy() : MultiWorkerMirroredStrategy(discover_cluster()) {}
 
-MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(const ClusterSpec& cluster) : cluster_(cluster) {
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(const ClusterSpec& cluster, std::vector<Device> devices)
+    : cluster_(cluster) {
   distribution::initialize(cluster_);
-  distribution_ = std::make_shared<distribution::DataParallel>();
+  distribution_ = std::make_shared<distribution::DataParallel>(std::move(devices));
 }
 
 }  // namespace chorus::distribute

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "chorus/distribute/cluster.h"
 #include "chorus/distribute/distribution.h"
@@ -20,7 +21,8 @@ class MultiWorkerMirroredStrategy {
   // Joins the job discover_cluster() finds (one worker when no launcher set anything),
   // with every local device. Throws what distribution::initialize() throws.
   MultiWorkerMirroredStrategy();
-  explicit MultiWorkerMirroredStrategy(const ClusterSpec& cluster);
+  // Joins `cluster` with `devices` of this host (all when empty).
+  explicit MultiWorkerMirroredStrategy(const ClusterSpec& cluster, std::vector<Device> devices = {});
 
   // Replicas over all workers: local devices x workers.
   int num_replicas_in_sync() const { return distribution_->num_replicas(); }

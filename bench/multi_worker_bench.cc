@@ -1,0 +1,280 @@
+// Multi-worker benchmarks (issue 6), 2 worker processes on 127.0.0.1, one core each;
+// this program starts them (itself, with CHORUS_BENCH_ROLE set) and prints JSON lines:
+//   allreduce   16M (and 1M) floats through GlooCommunicator vs raw Gloo on a context of
+//               its own, same processes, same run, alternating; ratio = raw / chorus time
+//               against the faster raw algorithm (target >= 0.9).
+//   overlap     the MNIST MLP (784-256-256-10, Adam) at global batch 256 on 2 workers:
+//               step time, the compute-only step of each worker's 128 rows (2 lone
+//               processes at once, so the cores are as busy) and the all-reduce of its
+//               gradients alone; hidden share = (compute + comm - step) / comm.
+//   retrieval   the MovieLens retrieval tutorial (50 epochs, validation every 5) on 2
+//               workers: wall and steps/s, vs PyTorch DDP (gloo, 2 processes) from
+//               --torch-json (bench/run_multi_worker measures it just before).
+// Usage: multi_worker_bench [--data ML100K_DIR] [--torch-json FILE] [--repeats N]
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gloo/allreduce.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "bench/bench_util.h"
+#include "chorus/chorus.h"
+#include "chorus/distribute/gloo_communicator.h"
+#include "chorus/distribute/tcp_store.h"
+#include "examples/retrieval_tutorial.h"
+
+extern char** environ;
+
+namespace chorus::bench {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+double median_of(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// ---- worker roles: each returns rank 0's record --------------------------------------
+
+json allreduce_role(int repeats) {
+  const distribute::ClusterSpec cluster = distribute::discover_cluster();
+  distribute::TcpStore store(cluster);
+  distribute::GlooCommunicator chorus_comm(cluster, store, {.hostname = "127.0.0.1"});
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  auto raw = std::make_shared<gloo::rendezvous::Context>(cluster.rank, cluster.world_size);
+  gloo::rendezvous::PrefixStore raw_store("raw", store);
+  auto device = gloo::transport::tcp::CreateDevice(attr);
+  raw->connectFullMesh(raw_store, device);
+  json out = json::array();
+  for (int64_t n : {int64_t{1} << 20, int64_t{16} << 20}) {
+    Tensor t = full({n}, 1.0);
+    auto raw_run = [&](gloo::AllreduceOptions::Algorithm algorithm) {
+      gloo::AllreduceOptions options(raw);
+      options.setOutput(t.data<float>(), static_cast<size_t>(n));
+      options.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+      options.setAlgorithm(algorithm);
+      gloo::allreduce(options);
+    };
+    std::vector<double> ours, ring, bcube;
+    for (int r = 0; r < repeats + 1; ++r) {  // the first round warms up
+      auto start = Clock::now();
+      chorus_comm.all_reduce(t);
+      const double a = since(start);
+      start = Clock::now();
+      raw_run(gloo::AllreduceOptions::Algorithm::RING);
+      const double b = since(start);
+      start = Clock::now();
+      raw_run(gloo::AllreduceOptions::Algorithm::BCUBE);
+      const double c = since(start);
+      if (r == 0) continue;
+      ours.push_back(a), ring.push_back(b), bcube.push_back(c);
+    }
+    const double best_raw = std::min(median_of(ring), median_of(bcube));
+    const double bytes = static_cast<double>(n) * 4;
+    out.push_back({{"floats", n},
+                   {"chorus_s", median_of(ours)},
+                   {"raw_ring_s", median_of(ring)},
+                   {"raw_bcube_s", median_of(bcube)},
+                   {"chorus_GBps", bytes / median_of(ours) / 1e9},
+                   {"ratio", best_raw / median_of(ours)}});
+  }
+  return out;
+}
+
+std::unique_ptr<models::Model> mnist_mlp() {
+  layers::set_random_seed(1);
+  Tensor x = layers::Input({784});
+  Tensor h = layers::Dense(256, {.activation = "relu"})(x);
+  h = layers::Dense(256, {.activation = "relu"})(h);
+  return std::make_unique<models::Model>(x, layers::Dense(10)(h));
+}
+
+// Seconds per step of `steps` steps of `batch` rows (after one warm-up epoch).
+double mlp_step_seconds(models::Model& model, int64_t batch, int64_t steps, int repeats) {
+  Generator gen(3);
+  Tensor x = uniform(Shape{batch * steps, 784}, gen, 0, 1);
+  Tensor y = Tensor::empty({batch * steps}, kInt32);
+  for (int64_t i = 0; i < batch * steps; ++i) y.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
+  auto data = data::Dataset::from_tensor_slices(Tree::list({x, y})).batch(batch);
+  model.fit(data, {.epochs = 1, .verbose = 0});
+  std::vector<double> samples;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = Clock::now();
+    model.fit(data, {.epochs = 1, .verbose = 0});
+    samples.push_back(since(start) / static_cast<double>(steps));
+  }
+  return median_of(samples);
+}
+
+void compile_mlp(models::Model& model) {
+  model.compile({.optimizer = optimizers::Adam(1e-3),
+                 .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
+}
+
+json overlap_role(int repeats) {
+  distribute::MultiWorkerMirroredStrategy strategy;
+  auto model = mnist_mlp();
+  {
+    auto scope = strategy.scope();
+    compile_mlp(*model);
+  }
+  const double step = mlp_step_seconds(*model, 256, 40, repeats);
+  // The gradients alone through the same communicator, as the step's buckets go.
+  int64_t params = 0;
+  for (const auto& v : model->trainable_weights()) params += v.value().numel();
+  Tensor grads = full({params}, 1.0);
+  auto& workers = strategy.distribution()->workers()->communicator();
+  std::vector<double> comm;
+  for (int r = 0; r < 20; ++r) {
+    const auto start = Clock::now();
+    workers.all_reduce(grads);
+    comm.push_back(since(start));
+  }
+  return {{"step_s", step}, {"comm_s", median_of(comm)}, {"gradient_floats", params}};
+}
+
+json overlap_alone_role(int repeats) {
+  auto model = mnist_mlp();
+  compile_mlp(*model);
+  return {{"step_s", mlp_step_seconds(*model, 128, 40, repeats)}};
+}
+
+json retrieval_role(const std::string& data_dir) {
+  const auto start = Clock::now();
+  auto result = examples::run_retrieval_tutorial({.data_dir = data_dir, .verbose = 0, .sample_users = {}});
+  const double wall = since(start);
+  return {{"wall_s", wall},
+          {"steps_per_s", 4000 / wall},
+          {"val_loss", result.history.history.at("val_loss").back()}};
+}
+
+// ---- the parent: starts the workers and reports --------------------------------------
+
+struct Args {
+  std::string data, torch_json;
+  int repeats = 5;
+};
+
+// Runs `role` on `world` processes (a job when world > 1; lone processes otherwise, all
+// at once) and returns rank 0's record.
+json run_role(const std::string& role, int count, bool job, const Args& args) {
+  const std::string out = (std::filesystem::temp_directory_path() / ("chorus_mw_bench_" + std::to_string(::getpid())))
+                              .string();
+  std::filesystem::create_directories(out);
+  const int port = 29500 + (::getpid() % 2000);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < count; ++r) {
+    std::vector<std::string> env = {"CHORUS_BENCH_ROLE=" + role, "CHORUS_BENCH_OUT=" + out + "/" + std::to_string(r),
+                                    "CHORUS_CPU_DEVICES=1", "CHORUS_CPU_CORES=1", "OMP_NUM_THREADS=1"};
+    if (job) {
+      for (const std::string& kv : {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(count),
+                                    "LOCAL_RANK=" + std::to_string(r), "LOCAL_WORLD_SIZE=" + std::to_string(count),
+                                    std::string("MASTER_ADDR=127.0.0.1"), "MASTER_PORT=" + std::to_string(port),
+                                    "CHORUS_JOB_ID=bench-" + role}) {
+        env.push_back(kv);
+      }
+    }
+    for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+    std::vector<std::string> argv_s = {"/proc/self/exe", "--data", args.data, "--repeats", std::to_string(args.repeats)};
+    std::vector<char*> argv, envp;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& kv : env) envp.push_back(kv.data());
+    envp.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execve(argv[0], argv.data(), envp.data());
+      std::_Exit(127);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      throw std::runtime_error("multi_worker_bench: a " + role + " worker failed");
+    }
+  }
+  std::ifstream in(out + "/0");
+  json record = json::parse(in);
+  std::filesystem::remove_all(out);
+  return record;
+}
+
+int parent(const Args& args) {
+  json allreduce = run_role("allreduce", 2, true, args);
+  emit({{"bench", "multi_worker_allreduce"}, {"processes", 2}, {"sizes", allreduce}});
+
+  json overlap = run_role("overlap", 2, true, args);
+  json alone = run_role("overlap_alone", 2, false, args);
+  const double step = overlap.at("step_s"), compute = alone.at("step_s"), comm = overlap.at("comm_s");
+  emit({{"bench", "multi_worker_overlap"},
+        {"model", "mnist_mlp 784-256-256-10"},
+        {"global_batch", 256},
+        {"step_s", step},
+        {"compute_only_step_s", compute},
+        {"comm_only_s", comm},
+        {"hidden_share", std::clamp((compute + comm - step) / comm, 0.0, 1.0)}});
+
+  if (!args.data.empty()) {
+    json retrieval = run_role("retrieval", 2, true, args);
+    json record = {{"bench", "multi_worker_retrieval"}, {"processes", 2}, {"chorus", retrieval}};
+    if (!args.torch_json.empty()) {
+      std::ifstream in(args.torch_json);
+      std::vector<double> rates, walls;
+      for (std::string line; std::getline(in, line);) {
+        if (line.empty()) continue;
+        const json t = json::parse(line);
+        rates.push_back(t.at("steps_per_s").get<double>());
+        walls.push_back(t.at("total_wall_s").get<double>());
+      }
+      if (!rates.empty()) {
+        record["torch_ddp"] = {{"steps_per_s", median_of(rates)}, {"total_wall_s", median_of(walls)}};
+        record["ratio_steps_per_s"] = retrieval.at("steps_per_s").get<double>() / median_of(rates);
+        record["ratio_wall"] = median_of(walls) / retrieval.at("wall_s").get<double>();
+      }
+    }
+    emit(record);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace chorus::bench
+
+int main(int argc, char** argv) {
+  using namespace chorus::bench;
+  Args args;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--data") args.data = argv[i + 1];
+    else if (flag == "--torch-json") args.torch_json = argv[i + 1];
+    else if (flag == "--repeats") args.repeats = std::stoi(argv[i + 1]);
+  }
+  const char* role = std::getenv("CHORUS_BENCH_ROLE");
+  if (role == nullptr) return parent(args);
+  json record;
+  const std::string r = role;
+  if (r == "allreduce") record = allreduce_role(args.repeats);
+  else if (r == "overlap") record = overlap_role(args.repeats);
+  else if (r == "overlap_alone") record = overlap_alone_role(args.repeats);
+  else record = retrieval_role(args.data);
+  const char* rank = std::getenv("RANK");
+  if (rank == nullptr || std::string(rank) == "0") std::ofstream(std::getenv("CHORUS_BENCH_OUT")) << record.dump();
+  return 0;
+}
