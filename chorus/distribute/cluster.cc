@@ -130,32 +130,33 @@ ClusterSpec discover_cluster(const EnvLookup& getenv) {
     spec = from_tf_config(*tf_config);
     rank_name = "TF_CONFIG task";
     size_name = "cluster size";
-  } else if (auto rank = int_var(getenv, "RANK", 0)) {
-    spec.source = "torchrun";
-    spec.rank = *rank;
-    spec.world_size = int_var(getenv, "WORLD_SIZE", 1).value_or(1);
-    spec.local_rank = int_var(getenv, "LOCAL_RANK", 0).value_or(0);
-    spec.local_world_size = int_var(getenv, "LOCAL_WORLD_SIZE", 1).value_or(std::max(1, spec.local_rank + 1));
-    spec.job_id = lookup(getenv, "TORCHELASTIC_RUN_ID").value_or("");
-  } else if (auto rank = int_var(getenv, "OMPI_COMM_WORLD_RANK", 0)) {
-    spec.source = "Open MPI";
-    rank_name = "OMPI_COMM_WORLD_RANK";
-    size_name = "OMPI_COMM_WORLD_SIZE";
-    spec.rank = *rank;
-    spec.world_size = int_var(getenv, "OMPI_COMM_WORLD_SIZE", 1).value_or(1);
-    spec.local_rank = int_var(getenv, "OMPI_COMM_WORLD_LOCAL_RANK", 0).value_or(0);
-    spec.local_world_size = int_var(getenv, "OMPI_COMM_WORLD_LOCAL_SIZE", 1).value_or(spec.local_rank + 1);
-    spec.job_id = lookup(getenv, "OMPI_MCA_ess_base_jobid").value_or("");
-  } else if (auto rank = int_var(getenv, "SLURM_PROCID", 0)) {
-    spec.source = "Slurm";
-    rank_name = "SLURM_PROCID";
-    size_name = "SLURM_NTASKS";
-    spec.rank = *rank;
-    spec.world_size = int_var(getenv, "SLURM_NTASKS", 1).value_or(1);
-    spec.local_rank = int_var(getenv, "SLURM_LOCALID", 0).value_or(0);
-    spec.local_world_size = int_var(getenv, "SLURM_NTASKS_PER_NODE", 1).value_or(spec.local_rank + 1);
-    spec.job_id = lookup(getenv, "SLURM_JOB_ID").value_or("");
-    if (auto nodes = lookup(getenv, "SLURM_JOB_NODELIST")) spec.master_addr = first_slurm_host(*nodes);
+  } else {
+    // The launchers that set a rank and a size per process, first match wins.
+    struct Launcher {
+      const char *source, *rank, *size, *local_rank, *local_size, *job_id;
+    };
+    static constexpr Launcher kLaunchers[] = {
+        {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID"},
+        {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+         "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid"},
+        {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_JOB_ID"},
+    };
+    for (const Launcher& l : kLaunchers) {
+      auto rank = int_var(getenv, l.rank, 0);
+      if (!rank) continue;
+      spec.source = l.source;
+      rank_name = l.rank;
+      size_name = l.size;
+      spec.rank = *rank;
+      spec.world_size = int_var(getenv, l.size, 1).value_or(1);
+      spec.local_rank = int_var(getenv, l.local_rank, 0).value_or(0);
+      spec.local_world_size = int_var(getenv, l.local_size, 1).value_or(spec.local_rank + 1);
+      spec.job_id = lookup(getenv, l.job_id).value_or("");
+      if (spec.source == std::string("Slurm")) {
+        if (auto nodes = lookup(getenv, "SLURM_JOB_NODELIST")) spec.master_addr = first_slurm_host(*nodes);
+      }
+      break;
+    }
   }
   if (auto addr = lookup(getenv, "MASTER_ADDR")) spec.master_addr = *addr;
   if (auto port = int_var(getenv, "MASTER_PORT", 1)) spec.master_port = *port;

@@ -1,6 +1,8 @@
 // tf.distribute.MirroredStrategy on chorus's data parallelism: synchronous replicas, one
 // per local device, with mirrored variables. A front door over distribution::DataParallel
 // for programs written in the tf.distribute style. Copyable; copies share replica threads.
+// Like every distribution, one made after distribution::initialize() spans the job's
+// workers; multi-worker programs should say so with MultiWorkerMirroredStrategy.
 //
 //   ch::distribute::MirroredStrategy strategy;
 //   fmt::print("Number of devices: {}\n", strategy.num_replicas_in_sync());

@@ -10,7 +10,6 @@
 #include <mutex>
 #include <random>
 
-#include <fmt/format.h>
 #include <gloo/rendezvous/file_store.h>
 
 #include "chorus/core/error.h"
