@@ -48,7 +48,13 @@ class BatchDataset final : public UnaryDataset {
     return batched_cardinality(input_->cardinality(), batch_size_, drop_remainder_);
   }
   std::string name() const override { return "batch"; }
-  int64_t batch_size() const { return batch_size_; }
+  DatasetPtr with_input(DatasetPtr input) const override {
+    return std::make_shared<BatchDataset>(std::move(input), batch_size_, drop_remainder_);
+  }
+  int64_t batch_size() const override { return batch_size_; }
+  DatasetPtr with_batch_size(int64_t batch_size) const override {
+    return std::make_shared<BatchDataset>(input_, batch_size, drop_remainder_);
+  }
   bool drop_remainder() const { return drop_remainder_; }
 
  private:
@@ -195,7 +201,13 @@ class PaddedBatchDataset final : public UnaryDataset {
     return batched_cardinality(input_->cardinality(), batch_size_, options_.drop_remainder);
   }
   std::string name() const override { return "padded_batch"; }
-  int64_t batch_size() const { return batch_size_; }
+  DatasetPtr with_input(DatasetPtr input) const override {
+    return std::make_shared<PaddedBatchDataset>(std::move(input), batch_size_, options_);
+  }
+  int64_t batch_size() const override { return batch_size_; }
+  DatasetPtr with_batch_size(int64_t batch_size) const override {
+    return std::make_shared<PaddedBatchDataset>(input_, batch_size, options_);
+  }
   const PaddedBatchOptions& options() const { return options_; }
 
   // Stacks `elements` (1 to batch_size of them), padding each leaf.
@@ -321,6 +333,7 @@ class UnbatchDataset final : public UnaryDataset {
     return n == 0 || n == kInfiniteCardinality ? n : kUnknownCardinality;
   }
   std::string name() const override { return "unbatch"; }
+  DatasetPtr with_input(DatasetPtr input) const override { return std::make_shared<UnbatchDataset>(std::move(input)); }
 };
 
 class UnbatchIterator final : public IteratorImpl {

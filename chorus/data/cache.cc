@@ -27,10 +27,19 @@ class CacheDataset final : public UnaryDataset {
  public:
   CacheDataset(DatasetPtr input, std::string path)
       : UnaryDataset(std::move(input)),
-        file_(path.empty() ? "" : (std::filesystem::path(path) / "elements.chorus-cache").string()) {}
+        path_(std::move(path)),
+        file_(path_.empty() ? "" : (std::filesystem::path(path_) / "elements.chorus-cache").string()) {}
   std::unique_ptr<IteratorImpl> make_iterator(int64_t epoch) const override;
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string name() const override { return "cache"; }
+  // A new stage: its recording starts empty, whatever this one has recorded.
+  DatasetPtr with_input(DatasetPtr input) const override {
+    return std::make_shared<CacheDataset>(std::move(input), path_);
+  }
+  std::string cache_path() const override { return path_; }
+  DatasetPtr with_cache_path(std::string path) const override {
+    return std::make_shared<CacheDataset>(input_, std::move(path));
+  }
 
   bool in_memory() const { return file_.empty(); }
   const std::string& file() const { return file_; }
@@ -50,6 +59,7 @@ class CacheDataset final : public UnaryDataset {
   }
 
  private:
+  std::string path_;  // as given to cache(path)
   std::string file_;  // empty: cache in memory
   mutable std::mutex mutex_;
   mutable std::shared_ptr<const Recording> recording_;  // guarded by mutex_; null until a pass completes

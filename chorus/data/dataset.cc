@@ -49,6 +49,32 @@ std::string DatasetImpl::describe() const {
   return fmt::format("{}({})", name(), fmt::join(parts, ", "));
 }
 
+// The rewriting hooks' defaults: auto_shard.cc calls them only on stages that report a
+// file list, a batch size or a cache path, so reaching one is a bug in chorus.
+DatasetPtr DatasetImpl::with_files(std::vector<std::string> /*files*/) const {
+  throw_error<Error>("{}: with_files on a stage that reads no files", name());
+}
+
+DatasetPtr DatasetImpl::with_batch_size(int64_t /*batch_size*/) const {
+  throw_error<Error>("{}: with_batch_size on a stage that does not batch", name());
+}
+
+DatasetPtr DatasetImpl::with_cache_path(std::string /*path*/) const {
+  throw_error<Error>("{}: with_cache_path on a stage that caches to no file", name());
+}
+
+DatasetPtr SourceDataset::with_inputs(std::vector<DatasetPtr> inputs) const {
+  if (!inputs.empty()) throw_error<Error>("{}: a source given {} inputs", name(), inputs.size());
+  return shared_from_this();
+}
+
+DatasetPtr UnaryDataset::with_inputs(std::vector<DatasetPtr> inputs) const {
+  if (inputs.size() != 1 || !inputs[0]) {
+    throw_error<Error>("{}: expected one input stage, got {}", name(), inputs.size());
+  }
+  return with_input(std::move(inputs[0]));
+}
+
 void check_op(const nlohmann::json& state, const std::string& op) {
   const auto it = state.find("op");
   const std::string got = it != state.end() && it->is_string() ? it->get<std::string>() : std::string("?");

@@ -43,6 +43,9 @@ class IteratorImpl {
   virtual void restore(const nlohmann::json& state) = 0;
 };
 
+class DatasetImpl;
+using DatasetPtr = std::shared_ptr<const DatasetImpl>;
+
 class DatasetImpl : public std::enable_shared_from_this<DatasetImpl> {
  public:
   virtual ~DatasetImpl() = default;
@@ -60,6 +63,33 @@ class DatasetImpl : public std::enable_shared_from_this<DatasetImpl> {
   // The whole chain, e.g. "range -> shuffle -> take" or "zip(range, range -> map) -> batch":
   // positions carry it so restoring into a different pipeline is detected.
   std::string describe() const;
+
+  // ---- rewriting: auto_shard.h rebuilds a pipeline stage by stage ----
+  // This stage with the same arguments reading `inputs` (one per inputs(), in order): a
+  // new stage sharing nothing mutable with this one (a cache's recording starts empty).
+  // Sources, which read no stage, return themselves.
+  virtual DatasetPtr with_inputs(std::vector<DatasetPtr> inputs) const = 0;
+  // The files a source reads lazily on each pass, in order (text_line_dataset); empty
+  // for every other stage (sources that read their file when made hold no file list).
+  virtual std::vector<std::string> files() const { return {}; }
+  // The same source over `files` instead. REQUIRES: !files().empty(), !files.empty().
+  virtual DatasetPtr with_files(std::vector<std::string> files) const;
+  // How many elements one output stacks: batch_size for batch() and padded_batch(),
+  // 0 for every other stage.
+  virtual int64_t batch_size() const { return 0; }
+  // The same batching stage stacking `batch_size` elements. REQUIRES: this->batch_size()
+  // > 0, batch_size > 0.
+  virtual DatasetPtr with_batch_size(int64_t batch_size) const;
+  // The `path` of cache(path); empty for every other stage and an in-memory cache.
+  virtual std::string cache_path() const { return {}; }
+  // The same cache stage over `path`. REQUIRES: !cache_path().empty().
+  virtual DatasetPtr with_cache_path(std::string path) const;
+};
+
+// A stage that reads no other stage.
+class SourceDataset : public DatasetImpl {
+ public:
+  DatasetPtr with_inputs(std::vector<DatasetPtr> inputs) const final;
 };
 
 // A stage that reads one input: most transforms.
@@ -68,6 +98,9 @@ class UnaryDataset : public DatasetImpl {
   explicit UnaryDataset(std::shared_ptr<const DatasetImpl> input) : input_(std::move(input)) {}
   std::vector<const DatasetImpl*> inputs() const override { return {input_.get()}; }
   const DatasetImpl& input() const { return *input_; }
+  DatasetPtr with_inputs(std::vector<DatasetPtr> inputs) const final;
+  // This stage with the same arguments reading `input`: with_inputs for one input.
+  virtual DatasetPtr with_input(DatasetPtr input) const = 0;
 
  protected:
   std::shared_ptr<const DatasetImpl> input_;
@@ -142,8 +175,6 @@ Tensor row_view(const Tensor& tensor, int64_t row);
 Tensor int64_scalar(int64_t value);
 
 // ---- stage factories (one per transform; dataset.cc calls them) ----
-using DatasetPtr = std::shared_ptr<const DatasetImpl>;
-
 DatasetPtr make_tensor_slices_dataset(const Tree& tree);
 DatasetPtr make_range_dataset(int64_t start, int64_t stop, int64_t step);
 DatasetPtr make_generator_dataset(std::function<Dataset::Generator(int64_t)> make, int64_t cardinality);

@@ -23,6 +23,9 @@ class ParallelMapDataset final : public UnaryDataset {
   std::unique_ptr<IteratorImpl> make_iterator(int64_t epoch) const override;
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string name() const override { return "map"; }
+  DatasetPtr with_input(DatasetPtr input) const override {
+    return std::make_shared<ParallelMapDataset>(std::move(input), fn_, num_workers_);
+  }
   Tree apply(const Tree& element) const { return fn_(element); }
   int num_workers() const { return num_workers_; }
 

@@ -22,6 +22,9 @@ class PrefetchDataset final : public UnaryDataset {
   std::unique_ptr<IteratorImpl> make_iterator(int64_t epoch) const override;
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string name() const override { return "prefetch"; }
+  DatasetPtr with_input(DatasetPtr input) const override {
+    return std::make_shared<PrefetchDataset>(std::move(input), buffer_size_);
+  }
   size_t buffer_size() const { return static_cast<size_t>(buffer_size_); }
   // A producer that filled the queue sleeps until it drains to this many, so that with
   // larger buffers one wake-up (a system call, and on a VM an inter-processor interrupt

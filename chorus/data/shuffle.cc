@@ -34,6 +34,9 @@ class ShuffleDataset final : public UnaryDataset {
   std::unique_ptr<IteratorImpl> make_iterator(int64_t epoch) const override;
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string name() const override { return "shuffle"; }
+  DatasetPtr with_input(DatasetPtr input) const override {
+    return std::make_shared<ShuffleDataset>(std::move(input), buffer_size_, seed_, reshuffle_);
+  }
   int64_t buffer_size() const { return buffer_size_; }
   uint64_t key(int64_t epoch) const {
     if (!reshuffle_ || epoch == 0) return Generator(seed_).key();

@@ -11,7 +11,7 @@ namespace {
 
 // ---- from_tensor_slices ----
 
-class TensorSlicesDataset final : public DatasetImpl {
+class TensorSlicesDataset final : public SourceDataset {
  public:
   TensorSlicesDataset(Tree tree, int64_t rows) : tree_(std::move(tree)), rows_(rows) {}
   std::unique_ptr<IteratorImpl> make_iterator(int64_t epoch) const override;
@@ -73,7 +73,7 @@ std::unique_ptr<IteratorImpl> TensorSlicesDataset::make_iterator(int64_t) const 
 
 // ---- range ----
 
-class RangeDataset final : public DatasetImpl {
+class RangeDataset final : public SourceDataset {
  public:
   RangeDataset(int64_t start, int64_t stop, int64_t step) : start_(start), step_(step) {
     const int64_t span = step > 0 ? stop - start : start - stop;
@@ -123,7 +123,7 @@ std::unique_ptr<IteratorImpl> RangeDataset::make_iterator(int64_t) const {
 
 // ---- from_generator ----
 
-class GeneratorDataset final : public DatasetImpl {
+class GeneratorDataset final : public SourceDataset {
  public:
   GeneratorDataset(std::function<Dataset::Generator(int64_t)> make, int64_t cardinality)
       : make_(std::move(make)), cardinality_(cardinality) {}
@@ -205,6 +205,12 @@ class ZipDataset final : public DatasetImpl {
     return out;
   }
   const std::vector<DatasetPtr>& input_stages() const { return inputs_; }
+  DatasetPtr with_inputs(std::vector<DatasetPtr> inputs) const override {
+    if (inputs.size() != inputs_.size()) {
+      throw_error<Error>("zip: expected {} input stages, got {}", inputs_.size(), inputs.size());
+    }
+    return std::make_shared<ZipDataset>(std::move(inputs));
+  }
 
  private:
   std::vector<DatasetPtr> inputs_;

@@ -19,7 +19,9 @@ namespace chorus::data {
 // line's bytes without its ending ("\n" or "\r\n"); an empty line is a (0,) tensor and
 // a last line without an ending still counts. The files are read lazily, a buffer at a
 // time, on each pass; cardinality() is unknown (as in tf.data). Restoring an iterator's
-// position re-reads the lines before it.
+// position re-reads the lines before it in its file; a position of another file list
+// (another worker's share under FILE sharding, auto_shard.h) is a ValueError naming
+// both files. The stage reports its files, so shard_by_file can give each worker some.
 // Throws ValueError for an empty list and IOError when a file cannot be opened (checked
 // here, so a typo fails before training starts).
 Dataset text_line_dataset(const std::vector<std::string>& files);

@@ -31,6 +31,7 @@ class MapDataset final : public UnaryDataset {
   std::unique_ptr<IteratorImpl> make_iterator(int64_t epoch) const override;
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string name() const override { return "map"; }
+  DatasetPtr with_input(DatasetPtr input) const override { return std::make_shared<MapDataset>(std::move(input), fn_); }
   Tree apply(const Tree& element) const { return fn_(element); }
 
  private:
@@ -87,6 +88,9 @@ class FilterDataset final : public UnaryDataset {
     return input_->cardinality() == 0 ? 0 : kUnknownCardinality;
   }
   std::string name() const override { return "filter"; }
+  DatasetPtr with_input(DatasetPtr input) const override {
+    return std::make_shared<FilterDataset>(std::move(input), predicate_);
+  }
   bool keep(const Tree& element) const { return predicate_(element); }
 
  private:
@@ -137,6 +141,9 @@ class TakeSkipDataset final : public UnaryDataset {
     return count_ < 0 ? 0 : std::max<int64_t>(0, n - count_);
   }
   std::string name() const override { return take_ ? "take" : "skip"; }
+  DatasetPtr with_input(DatasetPtr input) const override {
+    return std::make_shared<TakeSkipDataset>(std::move(input), count_, take_);
+  }
   int64_t count() const { return count_ < 0 ? std::numeric_limits<int64_t>::max() : count_; }
 
  private:
@@ -227,6 +234,9 @@ class RepeatDataset final : public UnaryDataset {
     return n * count_;
   }
   std::string name() const override { return "repeat"; }
+  DatasetPtr with_input(DatasetPtr input) const override {
+    return std::make_shared<RepeatDataset>(std::move(input), count_);
+  }
   bool finished(int64_t pass) const { return count_ >= 0 && pass >= count_; }
   // Pass `epoch` of this dataset reads passes epoch * count ... of the input, so
   // reshuffles differ across repeats and epochs (forever: a disjoint 2^32 block each).
@@ -301,6 +311,9 @@ class ShardDataset final : public UnaryDataset {
     return n / num_shards_ + (n % num_shards_ > index_ ? 1 : 0);
   }
   std::string name() const override { return "shard"; }
+  DatasetPtr with_input(DatasetPtr input) const override {
+    return std::make_shared<ShardDataset>(std::move(input), num_shards_, index_);
+  }
   // Input elements to skip before the next output.
   int64_t gap(bool started) const { return started ? num_shards_ - 1 : index_; }
 
@@ -353,6 +366,9 @@ class EnumerateDataset final : public UnaryDataset {
   std::unique_ptr<IteratorImpl> make_iterator(int64_t epoch) const override;
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string name() const override { return "enumerate"; }
+  DatasetPtr with_input(DatasetPtr input) const override {
+    return std::make_shared<EnumerateDataset>(std::move(input), start_);
+  }
   int64_t start() const { return start_; }
 
  private:
