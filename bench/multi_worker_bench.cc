@@ -61,7 +61,7 @@ json allreduce_role(int repeats) {
   auto device = gloo::transport::tcp::CreateDevice(attr);
   raw->connectFullMesh(raw_store, device);
   json out = json::array();
-  for (int64_t n : {int64_t{1} << 20, int64_t{16} << 20}) {
+  for (int64_t n : {int64_t{16}, int64_t{84160}, int64_t{1} << 20, int64_t{16} << 20}) {
     Tensor t = full({n}, 1.0);
     auto raw_run = [&](gloo::AllreduceOptions::Algorithm algorithm) {
       gloo::AllreduceOptions options(raw);

@@ -58,13 +58,19 @@ class Communicator {
   // Completes when every participant has called it.
   virtual std::unique_ptr<Work> barrier_async() = 0;
 
-  void all_reduce(Tensor tensor, ReduceOp op = ReduceOp::kSum) { all_reduce_async(std::move(tensor), op)->wait(); }
-  void broadcast(Tensor tensor, int root) { broadcast_async(std::move(tensor), root)->wait(); }
-  void all_gather(Tensor input, Tensor output) { all_gather_async(std::move(input), std::move(output))->wait(); }
-  void reduce_scatter(Tensor input, Tensor output, ReduceOp op = ReduceOp::kSum) {
+  // The blocking forms. A backend may run them on the calling thread when nothing else
+  // is in flight, sparing the hand-off to its own thread (Gloo does).
+  virtual void all_reduce(Tensor tensor, ReduceOp op = ReduceOp::kSum) {
+    all_reduce_async(std::move(tensor), op)->wait();
+  }
+  virtual void broadcast(Tensor tensor, int root) { broadcast_async(std::move(tensor), root)->wait(); }
+  virtual void all_gather(Tensor input, Tensor output) {
+    all_gather_async(std::move(input), std::move(output))->wait();
+  }
+  virtual void reduce_scatter(Tensor input, Tensor output, ReduceOp op = ReduceOp::kSum) {
     reduce_scatter_async(std::move(input), std::move(output), op)->wait();
   }
-  void barrier() { barrier_async()->wait(); }
+  virtual void barrier() { barrier_async()->wait(); }
 
   // Fails every pending and future collective of the whole group with CollectiveError
   // carrying `reason` (a replica that threw calls it so the others do not wait forever).

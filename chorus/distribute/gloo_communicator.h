@@ -1,10 +1,12 @@
 // GlooCommunicator: the Communicator across processes and hosts, on Gloo's TCP transport
-// (DESIGN.md §3). One Gloo context per communicator, driven by one background thread that
-// runs the collectives in issue order (Debian's Gloo is not safe for concurrent ops on a
-// context): the async forms return at once and overlap with the caller's work. Every
-// collective has a deadline; when a peer dies or stalls, wait() throws CollectiveError
-// naming the operation, its sequence number and the ranks that never arrived. One
-// communicator per process and stream; use it from one thread at a time.
+// (DESIGN.md §3). Collectives run one at a time in issue order (Debian's Gloo is not safe
+// for concurrent ops on a context): the async forms go to a background thread and overlap
+// with the caller's work; the blocking forms run on the calling thread when nothing is in
+// flight. Two Gloo contexts: one in sync mode, where the running thread reads and writes
+// the sockets itself, for latency-bound collectives; one on Gloo's event loop for large
+// ones. Every collective has a deadline; when a peer dies or stalls, the collective throws
+// CollectiveError naming the operation, its sequence number and the ranks that never
+// arrived. One communicator per process and stream; use it from one thread at a time.
 #pragma once
 
 #include <chrono>
@@ -38,12 +40,28 @@ struct GlooOptions {
   // With more than two workers, all_reduce uses Gloo's bcube instead of its ring above
   // this many floats.
   int64_t bcube_above = int64_t{1} << 20;
+  // Sync mode (CHORUS_GLOO_SYNC_BYTES; 0: off) carries broadcasts and barriers, and the
+  // all-gathers and two-worker all-reduces whose messages have at most this many bytes.
+  // A small all-reduce of two local processes takes ~26 µs there against ~200 µs through
+  // the event loop. Above the limit both ends of a ring could block writing at once into
+  // full socket buffers, so those take the event loop; 64 KiB fits Linux's default TCP
+  // buffers. Three or more workers all-reduce on the event loop: Gloo's sync ring adds
+  // in a different order on each rank, and replicas must stay identical bit for bit.
+  int64_t sync_max_bytes = int64_t{64} << 10;
+  // Sync mode spins on its sockets instead of sleeping (CHORUS_GLOO_BUSY_POLL=1): lower
+  // latency, but only with a free core per worker.
+  bool busy_poll = false;
 };
+
+// GlooOptions' sync-mode settings from CHORUS_GLOO_SYNC_BYTES and CHORUS_GLOO_BUSY_POLL
+// over `options`. Throws ValueError naming the variable for a malformed value.
+GlooOptions gloo_options_from_env(GlooOptions options = {});
 
 class GlooCommunicator : public Communicator {
  public:
   // Connects every rank of `cluster` through `store` (blocking until all have arrived or
-  // the store's deadline passes). The store must outlive the constructor only.
+  // the store's deadline passes). The store must outlive the constructor only. Sets
+  // SIGPIPE to be ignored if it has its default action (a closed peer is an error).
   GlooCommunicator(const ClusterSpec& cluster, gloo::rendezvous::Store& store, GlooOptions options = {});
   ~GlooCommunicator() override;
 
@@ -56,25 +74,47 @@ class GlooCommunicator : public Communicator {
   std::unique_ptr<Work> all_gather_async(Tensor input, Tensor output) override;
   std::unique_ptr<Work> reduce_scatter_async(Tensor input, Tensor output, ReduceOp op = ReduceOp::kSum) override;
   std::unique_ptr<Work> barrier_async() override;
+  void all_reduce(Tensor tensor, ReduceOp op = ReduceOp::kSum) override;
+  void broadcast(Tensor tensor, int root) override;
+  void all_gather(Tensor input, Tensor output) override;
+  void reduce_scatter(Tensor input, Tensor output, ReduceOp op = ReduceOp::kSum) override;
+  void barrier() override;
   void abort(const std::string& reason) override;
 
  private:
   struct Task;
+  using Run = std::function<void()>;
+  // The collectives, checked, as work for run_now or enqueue.
+  Run make_all_reduce(Tensor tensor, ReduceOp op);
+  Run make_broadcast(Tensor tensor, int root);
+  Run make_all_gather(Tensor input, Tensor output);
+  Run make_reduce_scatter(Tensor input, Tensor output, ReduceOp op);
+  Run make_barrier();
+  void all_reduce_now(float* data, int64_t count, ReduceOp op);
+  bool sync_fits(int64_t message_bytes) const;
+
   // Queues `run` as collective `op` on the background thread.
-  std::unique_ptr<Work> enqueue(const char* op, std::function<void()> run);
+  std::unique_ptr<Work> enqueue(const char* op, Run run);
+  // Runs collective `op` on the calling thread when none is queued or running, else
+  // queues it; returns when it is done, rethrowing its error.
+  void run_now(const char* op, Run run);
+  // Runs `task`, fulfilling its promise; `aborted` non-empty fails it at once.
+  void execute(Task& task, const std::string& aborted);
   void thread_main();
   [[noreturn]] void fail(const char* op, uint64_t sequence, const std::exception& error);
 
   int rank_ = 0, size_ = 1;
   GlooOptions options_;
   gloo::rendezvous::Store* store_;  // for failure reports; valid while the job runs
-  std::shared_ptr<gloo::Context> context_;
+  std::shared_ptr<gloo::Context> context_;       // Gloo's event loop
+  std::shared_ptr<gloo::Context> sync_context_;  // sync mode; null when off or alone
   uint64_t issued_ = 0;
 
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::shared_ptr<Task>> queue_;
-  std::string aborted_;  // non-empty: every later collective fails with this reason
+  bool running_ = false;  // a collective is running, on either thread
+  std::string aborted_;   // non-empty: every later collective fails with this reason
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -79,22 +79,31 @@ void GradientReducer::pack(Replica& r, size_t index, const Tensor& gradient) {
   for (int64_t i = 0; i < slot.numel; ++i) out[i] = in[i] * scale;
 }
 
-void GradientReducer::launch_ready(Replica& r) {
+void GradientReducer::launch_ready(Replica& r, bool finishing) {
   while (r.launched < buckets_.size() && r.packed_in[r.launched] == buckets_[r.launched].slots) {
-    const size_t b = r.launched++;
+    const size_t b = r.launched;
+    // Across workers the last bucket waits for finish(): backward has nothing left to
+    // overlap it with, and a blocking all-reduce runs on this thread, without a hand-off.
+    if (r.workers != nullptr && b + 1 == buckets_.size() && !finishing) return;
+    ++r.launched;
     r.work[b] = r.local->all_reduce_async(r.buffers[b]);
     if (r.workers == nullptr) continue;
     // Multi-worker: every replica does its share of the local sum now, so replica 0 can
     // hand the bucket to the workers' all-reduce while backward goes on.
     r.work[b]->wait();
-    if (&r == &replicas_[0]) r.cross_work[b] = r.workers->all_reduce_async(r.buffers[b]);
+    if (&r != &replicas_[0]) continue;
+    if (finishing) {
+      r.workers->all_reduce(r.buffers[b]);
+    } else {
+      r.cross_work[b] = r.workers->all_reduce_async(r.buffers[b]);
+    }
   }
 }
 
 void GradientReducer::ready(int replica, size_t index, const Tensor& gradient) {
   Replica& r = replicas_[static_cast<size_t>(replica)];
   pack(r, index, gradient);
-  launch_ready(r);
+  launch_ready(r, /*finishing=*/false);
 }
 
 std::vector<Tensor> GradientReducer::finish(int replica, std::span<const Tensor> grads,
@@ -111,7 +120,7 @@ std::vector<Tensor> GradientReducer::finish(int replica, std::span<const Tensor>
     }
     pack(r, i, grads[i]);
   }
-  launch_ready(r);
+  launch_ready(r, /*finishing=*/true);
   for (auto& w : r.work) w->wait();
   for (auto& w : r.cross_work) {
     if (w) w->wait();

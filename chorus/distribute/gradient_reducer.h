@@ -5,7 +5,8 @@
 // gradient is final, overlapping the rest of the backward pass. Across workers the
 // reduction is hierarchical: the local replicas reduce a bucket in-process, then replica 0
 // all-reduces it with the other workers (one Gloo all-reduce per bucket, on the
-// communicator's background thread, still overlapping backward). Only replica 0 needs the
+// communicator's background thread, still overlapping backward; the last bucket, ready
+// only when backward ends, is all-reduced by finish() on the calling thread). Only replica 0 needs the
 // global sum: it runs the update of the variables that all local mirrors share. Each
 // replica thread touches only its own buffers; the plan is made once, by whichever
 // replica comes first.
@@ -70,7 +71,8 @@ class GradientReducer {
 
   void make_plan(std::span<const autograd::Variable> variables);
   void pack(Replica& r, size_t index, const Tensor& gradient);
-  void launch_ready(Replica& r);
+  // `finishing`: called from finish(), which waits for every bucket at once.
+  void launch_ready(Replica& r, bool finishing);
 
   int64_t bucket_floats_;
   std::mutex plan_mutex_;

@@ -69,7 +69,7 @@ std::string gloo_bind_address(const ClusterSpec& cluster) {
 
 WorkerGroup::WorkerGroup(ClusterSpec cluster) : cluster_(std::move(cluster)) {
   const std::chrono::milliseconds deadline = collective_deadline();
-  GlooOptions gloo;
+  GlooOptions gloo = gloo_options_from_env();
   gloo.timeout = deadline;
   gloo.hostname = gloo_bind_address(cluster_);  // before the store: a bad address fails fast
   if (std::string dir = env("CHORUS_RENDEZVOUS_DIR"); !dir.empty()) {

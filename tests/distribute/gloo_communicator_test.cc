@@ -11,6 +11,7 @@
 #include "chorus/core/creation.h"
 #include "chorus/distribute/tcp_store.h"
 #include "tests/testing/free_port.h"
+#include "tests/testing/test_util.h"
 
 namespace chorus::distribute {
 namespace {
@@ -67,6 +68,49 @@ TEST(GlooCommunicatorTest, CollectivesMatchReferences) {
   });
 }
 
+// Two ranks take sync mode for small messages and Gloo's event loop above
+// sync_max_bytes (or for everything when it is 0); the results must not depend on it.
+TEST(GlooCommunicatorTest, SyncModeAndEventLoopGiveTheSameResults) {
+  for (int64_t sync_bytes : {int64_t{0}, int64_t{4096}}) {
+    const int port = free_port();
+    std::vector<std::future<void>> ranks;
+    for (int rank = 0; rank < 2; ++rank) {
+      ranks.push_back(std::async(std::launch::async, [=] {
+        ClusterSpec cluster =
+            explicit_cluster({.rank = rank, .world_size = 2, .master_addr = "127.0.0.1", .master_port = port});
+        TcpStore store(cluster);
+        GlooCommunicator c(cluster, store, {.timeout = 10s, .hostname = "127.0.0.1", .sync_max_bytes = sync_bytes});
+        for (int64_t n : {int64_t{1}, int64_t{1024}, int64_t{1025}, int64_t{300000}}) {  // 1024 floats = 4096 bytes
+          const std::string at = "n=" + std::to_string(n) + " sync_max_bytes=" + std::to_string(sync_bytes);
+          Tensor x = testing::random_tensor(Shape{n}, 7 + rank), y = testing::random_tensor(Shape{n}, 7 + (1 - rank));
+          Tensor expected = x.clone();
+          float* e = expected.data<float>();
+          for (int64_t i = 0; i < n; ++i) e[i] += y.data<float>()[i];
+          c.all_reduce(x);
+          EXPECT_EQ(x.to_vector<float>(), expected.to_vector<float>()) << at;
+          Tensor gathered = Tensor::empty(Shape{2 * n}, kFloat32);
+          c.all_gather(filled(n, static_cast<float>(rank + 1)), gathered);
+          EXPECT_EQ(gathered.to_vector<float>()[static_cast<size_t>(n)], 2.0f) << at;
+          Tensor root = filled(n, static_cast<float>(rank));
+          c.broadcast(root, 1);
+          EXPECT_EQ(root.to_vector<float>()[static_cast<size_t>(n - 1)], 1.0f) << at;
+          // A blocking collective issued behind async ones waits its turn.
+          Tensor big = filled(300000, 1.0f), small = filled(n, 1.0f);
+          auto pending = c.all_reduce_async(big);
+          c.all_reduce(small);
+          pending->wait();
+          EXPECT_EQ(big.to_vector<float>()[299999], 2.0f) << at;
+          EXPECT_EQ(small.to_vector<float>()[static_cast<size_t>(n - 1)], 2.0f) << at;
+          c.barrier();
+        }
+        store.set("done/" + std::to_string(rank), {});
+        if (rank == 0) store.wait({"done/0", "done/1"});
+      }));
+    }
+    for (auto& r : ranks) r.get();
+  }
+}
+
 TEST(GlooCommunicatorTest, AsyncOperationsOverlapAndCompleteInOrder) {
   on_ranks(2, [](int rank, Communicator& c) {
     std::vector<Tensor> buckets;
@@ -100,6 +144,31 @@ TEST(GlooCommunicatorTest, StalledRankIsNamedWhenTheDeadlinePasses) {
     EXPECT_THAT(errors[static_cast<size_t>(rank)], HasSubstr("all_reduce #0 on rank"));
     EXPECT_THAT(errors[static_cast<size_t>(rank)], HasSubstr("ranks that never arrived: 2"));
   }
+}
+
+// Sync mode blocks in the socket itself: its deadline is the socket's receive timeout.
+TEST(GlooCommunicatorTest, SyncModeStallHitsTheDeadline) {
+  std::string error;
+  const auto start = std::chrono::steady_clock::now();
+  on_ranks(
+      2,
+      [&](int rank, Communicator& c) {
+        c.barrier();  // #0
+        if (rank == 1) {
+          std::this_thread::sleep_for(3500ms);  // never joins all_gather #1
+          return;
+        }
+        try {
+          Tensor out = Tensor::empty(Shape{2}, kFloat32);
+          c.all_gather(filled(1, 1.0f), out);
+        } catch (const CollectiveError& e) {
+          error = e.what();
+        }
+      },
+      1s);
+  EXPECT_THAT(error, HasSubstr("all_gather #1 on rank 0 of 2 failed"));
+  EXPECT_THAT(error, HasSubstr("ranks that never arrived: 1"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
 }
 
 }  // namespace
