@@ -268,6 +268,10 @@ void GlooCommunicator::all_reduce_now(float* data, int64_t count, ReduceOp op) {
     ring.run();
     return;
   }
+  if (size_ == 2 && sync_context_ && count * 4 <= options_.sync_exchange_max_bytes) {
+    exchange_all_reduce(data, count, op);
+    return;
+  }
   gloo::AllreduceOptions options(context_);
   options.setOutput(data, static_cast<size_t>(count));
   options.setReduceFunction(reduce_fn(op));
@@ -277,6 +281,26 @@ void GlooCommunicator::all_reduce_now(float* data, int64_t count, ReduceOp op) {
                                                                  : gloo::AllreduceOptions::Algorithm::RING);
   options.setTimeout(options_.timeout);
   gloo::allreduce(options);
+}
+
+void GlooCommunicator::exchange_all_reduce(float* data, int64_t count, ReduceOp op) {
+  const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+  if (inbox_.size() < static_cast<size_t>(count)) inbox_.resize(static_cast<size_t>(count));
+  auto& pair = sync_context_->getPair(1 - rank_);
+  const auto slot = sync_context_->nextSlot();
+  auto send = pair->createSendBuffer(static_cast<int>(slot), data, bytes);
+  auto receive = pair->createRecvBuffer(static_cast<int>(slot), inbox_.data(), bytes);
+  // One writer at a time: rank 0 sends while rank 1 reads, then the reverse.
+  if (rank_ == 0) {
+    send->send();
+    send->waitSend();
+    receive->waitRecv();
+  } else {
+    receive->waitRecv();
+    send->send();
+    send->waitSend();
+  }
+  reduce_fn(op)(data, data, inbox_.data(), static_cast<size_t>(count));
 }
 
 GlooCommunicator::Run GlooCommunicator::make_all_reduce(Tensor tensor, ReduceOp op) {

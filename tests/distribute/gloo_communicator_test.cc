@@ -80,7 +80,7 @@ TEST(GlooCommunicatorTest, SyncModeAndEventLoopGiveTheSameResults) {
             explicit_cluster({.rank = rank, .world_size = 2, .master_addr = "127.0.0.1", .master_port = port});
         TcpStore store(cluster);
         GlooCommunicator c(cluster, store, {.timeout = 10s, .hostname = "127.0.0.1", .sync_max_bytes = sync_bytes});
-        for (int64_t n : {int64_t{1}, int64_t{1024}, int64_t{1025}, int64_t{300000}}) {  // 1024 floats = 4096 bytes
+        for (int64_t n : {int64_t{1}, int64_t{1024}, int64_t{1025}, int64_t{300000}, int64_t{1100000}}) {  // 1024 floats = 4 KiB; 1.1M > 4 MiB
           const std::string at = "n=" + std::to_string(n) + " sync_max_bytes=" + std::to_string(sync_bytes);
           Tensor x = testing::random_tensor(Shape{n}, 7 + rank), y = testing::random_tensor(Shape{n}, 7 + (1 - rank));
           Tensor expected = x.clone();
