@@ -8,6 +8,7 @@
 #include "chorus/core/random.h"
 #include "chorus/core/tensor.h"
 #include "chorus/core/tree.h"
+#include "chorus/data/auto_shard.h"
 #include "chorus/data/csv.h"
 #include "chorus/data/dataset.h"
 #include "chorus/data/download.h"

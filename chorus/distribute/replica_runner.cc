@@ -108,10 +108,16 @@ std::vector<std::pair<int64_t, int64_t>> ReplicaRunner::split(int64_t rows, int 
   return slices;
 }
 
-int ReplicaRunner::run(int64_t global_rows, bool training, const std::function<void(int, int64_t, int64_t)>& step) {
-  const int first = workers_ ? workers_->rank() * pool_->size() : 0;  // this worker's first global replica
-  const auto all = split(global_rows, pool_->size() * num_workers());
-  const std::vector<std::pair<int64_t, int64_t>> slices(all.begin() + first, all.begin() + first + pool_->size());
+int ReplicaRunner::run(int64_t global_rows, std::optional<int64_t> own_rows, bool training,
+                       const std::function<void(int, int64_t, int64_t)>& step) {
+  std::vector<std::pair<int64_t, int64_t>> slices;
+  if (own_rows) {
+    slices = split(*own_rows, pool_->size());
+  } else {
+    const int first = workers_ ? workers_->rank() * pool_->size() : 0;  // this worker's first global replica
+    const auto all = split(global_rows, pool_->size() * num_workers());
+    slices.assign(all.begin() + first, all.begin() + first + pool_->size());
+  }
   int active = 0;
   while (active < pool_->size() && slices[static_cast<size_t>(active)].second > slices[static_cast<size_t>(active)].first) {
     ++active;

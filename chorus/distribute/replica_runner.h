@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -44,7 +45,10 @@ class ReplicaRunner {
   // exception after all have stopped.
   // `training`: a train step (its deferred assigns are kept as the pattern a worker
   // without rows follows).
-  int run(int64_t global_rows, bool training, const std::function<void(int replica, int64_t begin, int64_t end)>& step);
+  // `own_rows`: the batch holds this worker's `own_rows` rows only (FILE sharding), split
+  // over the local replicas; nullopt: it is the global batch.
+  int run(int64_t global_rows, std::optional<int64_t> own_rows, bool training,
+          const std::function<void(int replica, int64_t begin, int64_t end)>& step);
 
  private:
   class Context;

@@ -23,10 +23,12 @@
 #include "chorus/models/callback.h"
 #include "chorus/models/history.h"
 #include "chorus/models/logs.h"
+#include "chorus/models/worker_input.h"
 #include "chorus/optimizers/optimizer.h"
 
 namespace chorus::distribute {
 class ReplicaRunner;
+class WorkerGroup;
 }
 namespace chorus::distribution {
 class Distribution;
@@ -168,17 +170,20 @@ class Model : public layers::Layer {
   Logs run_evaluation(const data::Dataset& data, int64_t steps, CallbackList& callbacks);
   void save_files(const std::filesystem::path& path) const;
   // One step on the calling thread, or split over the replicas of distribution_.
-  Logs run_train_step(const Tree& batch);
-  Logs run_test_step(const Tree& batch);
+  Logs run_train_step(const WorkerInput::Step& input);
+  Logs run_test_step(const WorkerInput::Step& input);
   Tree run_predict_step(const Tree& batch);
   // Runs step(batch slice) on every replica that gets rows, then merges the replicas'
   // (and the workers') metrics into the model's. Returns the number of replicas that ran.
-  int run_replicas(const Tree& batch, bool training, const std::function<void(int replica, const Tree& slice)>& step);
+  int run_replicas(const WorkerInput::Step& input, bool training,
+                   const std::function<void(int replica, const Tree& slice)>& step);
   distribute::ReplicaRunner* replica_runner();
+  // The multi-worker job the steps run in, or nullptr.
+  distribute::WorkerGroup* step_workers();
   // Multi-worker, once per compile: builds the model if needed, checks that every worker
   // has the same model and configuration, and copies rank 0's weights and optimizer
   // state to all.
-  void sync_workers(const Tree& batch);
+  void sync_workers(const Tree& batch, int64_t global_rows);
 
   std::unique_ptr<FunctionalGraph> graph_;
   CompileOptions compile_options_;

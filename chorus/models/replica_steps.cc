@@ -17,23 +17,11 @@
 #include "chorus/distribute/worker_group.h"
 #include "chorus/models/model.h"
 #include "chorus/models/training_signature.h"
+#include "chorus/models/worker_input.h"
 #include "chorus/ops/ops.h"
 
 namespace chorus::models {
 namespace {
-
-int64_t batch_rows(const Tree& batch, const std::string& model) {
-  int64_t rows = -1;
-  for (const Tensor& t : batch.flatten()) {
-    if (t.rank() == 0) throw_error<ShapeError>("{}: every array of a batch needs a batch axis, got a scalar", model);
-    if (rows >= 0 && t.dim(0) != rows) {
-      throw_error<ValueError>("{}: the arrays of a batch have different numbers of rows: {} and {}", model, rows,
-                              t.dim(0));
-    }
-    rows = t.dim(0);
-  }
-  return std::max<int64_t>(rows, 0);
-}
 
 // Raw bytes as float32 words for the Gloo collectives, which move floats bit for bit.
 Tensor words_for(size_t bytes) { return Tensor::empty({static_cast<int64_t>((bytes + 3) / 4)}, kFloat32); }
@@ -93,7 +81,12 @@ distribute::ReplicaRunner* Model::replica_runner() {
   return runner_.get();
 }
 
-void Model::sync_workers(const Tree& batch) {
+distribute::WorkerGroup* Model::step_workers() {
+  distribute::ReplicaRunner* runner = replica_runner();
+  return runner != nullptr ? runner->workers() : nullptr;
+}
+
+void Model::sync_workers(const Tree& batch, int64_t global_rows) {
   distribute::WorkerGroup* group = runner_->workers();
   if (workers_synced_ || group == nullptr) return;
   if (!built()) {
@@ -103,7 +96,7 @@ void Model::sync_workers(const Tree& batch) {
     predict_step(batch.map([&](const Tensor& t) { return t.first_axis_slice(0, rows); }));
   }
   std::vector<Variable> variables = weights();
-  std::vector<std::string> signature = training_signature(*this, batch_rows(batch, name()));
+  std::vector<std::string> signature = training_signature(*this, global_rows);
   if (compiled()) {
     size_t slots = 0;
     for (const Variable& v : optimizer().variables()) {
@@ -117,8 +110,9 @@ void Model::sync_workers(const Tree& batch) {
   workers_synced_ = true;
 }
 
-int Model::run_replicas(const Tree& batch, bool training,
+int Model::run_replicas(const WorkerInput::Step& input, bool training,
                         const std::function<void(int replica, const Tree& slice)>& step) {
+  const Tree& batch = input.batch;
   distribute::ReplicaRunner& runner = *replica_runner();
   const std::vector<metrics::Metric*> merged = metrics();
   if (replica_metrics_.size() != static_cast<size_t>(runner.num_replicas())) {
@@ -130,8 +124,10 @@ int Model::run_replicas(const Tree& batch, bool training,
   }
   int active = 0;
   try {
-    sync_workers(batch);
-    active = runner.run(batch_rows(batch, name()), training, [&](int replica, int64_t begin, int64_t end) {
+    sync_workers(batch, input.global_rows);
+    const std::optional<int64_t> own_rows =
+        input.own_rows ? std::optional<int64_t>(batch_rows(batch, name())) : std::nullopt;
+    active = runner.run(input.global_rows, own_rows, training, [&](int replica, int64_t begin, int64_t end) {
       step(replica, batch.map([&](const Tensor& t) { return t.first_axis_slice(begin, end); }));
     });
   } catch (...) {
@@ -176,10 +172,10 @@ int Model::run_replicas(const Tree& batch, bool training,
   return active;
 }
 
-Logs Model::run_train_step(const Tree& batch) {
-  if (replica_runner() == nullptr) return train_step(batch);
-  const bool rows = batch_rows(batch, name()) > 0;
-  run_replicas(batch, /*training=*/true, [&](int, const Tree& slice) {
+Logs Model::run_train_step(const WorkerInput::Step& input) {
+  if (replica_runner() == nullptr) return train_step(input.batch);
+  const bool rows = input.global_rows > 0;
+  run_replicas(input, /*training=*/true, [&](int, const Tree& slice) {
     if (!rows || batch_rows(slice, name()) > 0) {
       train_step(slice);
       return;
@@ -194,10 +190,10 @@ Logs Model::run_train_step(const Tree& batch) {
   return get_metrics_result();
 }
 
-Logs Model::run_test_step(const Tree& batch) {
-  if (replica_runner() == nullptr) return test_step(batch);
-  const bool rows = batch_rows(batch, name()) > 0;
-  run_replicas(batch, /*training=*/false, [&](int, const Tree& slice) {
+Logs Model::run_test_step(const WorkerInput::Step& input) {
+  if (replica_runner() == nullptr) return test_step(input.batch);
+  const bool rows = input.global_rows > 0;
+  run_replicas(input, /*training=*/false, [&](int, const Tree& slice) {
     if (!rows || batch_rows(slice, name()) > 0) test_step(slice);  // a worker without rows adds nothing
   });
   return get_metrics_result();
@@ -207,7 +203,8 @@ Tree Model::run_predict_step(const Tree& batch) {
   distribute::ReplicaRunner* runner = replica_runner();
   if (runner == nullptr) return predict_step(batch);
   std::vector<Tree> outputs(static_cast<size_t>(runner->num_replicas()));
-  const int active = run_replicas(batch, /*training=*/false, [&](int replica, const Tree& slice) {
+  const int active = run_replicas({batch, batch_rows(batch, name()), false}, /*training=*/false,
+                                  [&](int replica, const Tree& slice) {
     outputs[static_cast<size_t>(replica)] = predict_step(slice);
   });
   // Replica order is row order: concatenating the slices' outputs keeps the input order.

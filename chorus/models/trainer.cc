@@ -212,16 +212,17 @@ History Model::fit(const data::Dataset& data, FitOptions options) {
   stop_training = false;
   Logs logs;
   callbacks.each([&](Callback& c) { c.on_train_begin(logs); });
+  const WorkerInput input(data, step_workers(), name());
   // With steps_per_epoch, one iterator runs on across epochs (Keras); a new one starts
   // only when the data runs out.
-  std::optional<data::Iterator> iterator;
+  std::optional<WorkerInput::Pass> iterator;
   for (int epoch = options.initial_epoch; epoch < options.epochs && !stop_training; ++epoch) {
     reset_metrics();
     callbacks.each([&](Callback& c) { c.on_epoch_begin(epoch, Logs{}); });
-    if (!iterator || options.steps_per_epoch <= 0) iterator.emplace(data.iterator(epoch));
+    if (!iterator || options.steps_per_epoch <= 0) iterator.emplace(input.pass(epoch));
     int64_t step = 0;
     for (; steps < 0 || step < steps; ++step) {
-      std::optional<Tree> batch = iterator->next();
+      std::optional<WorkerInput::Step> batch = iterator->next();
       if (!batch) {
         iterator.reset();
         break;
@@ -250,9 +251,10 @@ Logs Model::run_evaluation(const data::Dataset& data, int64_t steps, CallbackLis
   reset_metrics();
   Logs logs;
   callbacks.each([&](Callback& c) { c.on_test_begin(logs); });
-  auto iterator = data.iterator(0);
+  const WorkerInput input(data, step_workers(), name());
+  auto iterator = input.pass(0);
   for (int64_t step = 0; steps < 0 || step < steps; ++step) {
-    std::optional<Tree> batch = iterator.next();
+    std::optional<WorkerInput::Step> batch = iterator.next();
     if (!batch) break;
     callbacks.each([&](Callback& c) { c.on_test_batch_begin(step, Logs{}); });
     logs = run_test_step(*batch);

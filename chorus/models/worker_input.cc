@@ -1,0 +1,61 @@
+#include "chorus/models/worker_input.h"
+
+#include <algorithm>
+
+#include "chorus/core/error.h"
+#include "chorus/data/auto_shard.h"
+#include "chorus/distribute/worker_group.h"
+
+namespace chorus::models {
+
+int64_t batch_rows(const Tree& batch, const std::string& model) {
+  int64_t rows = -1;
+  for (const Tensor& t : batch.flatten()) {
+    if (t.rank() == 0) throw_error<ShapeError>("{}: every array of a batch needs a batch axis, got a scalar", model);
+    if (rows >= 0 && t.dim(0) != rows) {
+      throw_error<ValueError>("{}: the arrays of a batch have different numbers of rows: {} and {}", model, rows,
+                              t.dim(0));
+    }
+    rows = t.dim(0);
+  }
+  return std::max<int64_t>(rows, 0);
+}
+
+WorkerInput::WorkerInput(const data::Dataset& dataset, distribute::WorkerGroup* workers, std::string model)
+    : dataset_(dataset), workers_(workers), model_(std::move(model)) {
+  if (workers_ == nullptr || workers_->size() < 2) return;
+  // Every worker decides the same way: the pipeline and the worker count are the same.
+  if (auto mine = data::shard_by_file(dataset, workers_->size(), workers_->rank(), nullptr)) {
+    dataset_ = *mine;
+    file_sharded_ = true;
+  }
+}
+
+std::optional<WorkerInput::Step> WorkerInput::Pass::next() {
+  std::optional<Tree> batch = iterator_.next();
+  if (!input_->file_sharded_) {
+    if (!batch) return std::nullopt;
+    const int64_t rows = batch_rows(*batch, input_->model_);
+    return Step{std::move(*batch), rows, false};
+  }
+  const int64_t rows = batch ? batch_rows(*batch, input_->model_) : 0;
+  Tensor counts = Tensor::empty({2}, kFloat32);
+  counts.data<float>()[0] = batch ? 1.0f : 0.0f;
+  counts.data<float>()[1] = static_cast<float>(rows);  // exact: batches hold far fewer than 2^24 rows
+  input_->workers_->communicator().all_reduce(counts);
+  if (counts.data<float>()[0] == 0.0f) return std::nullopt;
+  const auto global_rows = static_cast<int64_t>(counts.data<float>()[1]);
+  if (batch) {
+    empty_ = batch->map([](const Tensor& t) { return t.first_axis_slice(0, 0); });
+    return Step{std::move(*batch), global_rows, true};
+  }
+  if (empty_.flatten().empty()) {
+    throw_error<ValueError>(
+        "FILE sharding: worker {} of {} has no batch in its files while others do; give every worker at least one "
+        "batch of lines (or fewer workers than files with data)",
+        input_->workers_->rank(), input_->workers_->size());
+  }
+  return Step{empty_, global_rows, true};
+}
+
+}  // namespace chorus::models
