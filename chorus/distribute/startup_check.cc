@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "chorus/core/error.h"
+#include "chorus/distribute/communicator.h"
 
 namespace chorus::distribute {
 namespace {
@@ -50,17 +51,36 @@ void check_same_signature(gloo::rendezvous::Store& store, const ClusterSpec& clu
   }
   const std::string prefix = fmt::format("chorus/signature/{}/{}/", name, sequence);
   store.set(prefix + std::to_string(cluster.rank), join(signature));
+  // A rank that failed before its first step never writes its keys: name it.
+  auto never_arrived = [&](int rank, const std::exception& e) {
+    throw_error<CollectiveError>(
+        "start-up check of the {} on rank {} of {} failed: {}; ranks that never arrived: {} (it failed or stalled "
+        "before its first step)",
+        name, cluster.rank, cluster.world_size, e.what(), rank);
+  };
   std::vector<std::vector<std::string>> all;
   for (int rank = 0; rank < cluster.world_size; ++rank) {
-    all.push_back(rank == cluster.rank ? signature : split(store.get(prefix + std::to_string(rank))));
+    if (rank == cluster.rank) {
+      all.push_back(signature);
+      continue;
+    }
+    try {
+      all.push_back(split(store.get(prefix + std::to_string(rank))));
+    } catch (const std::exception& e) {  // TcpStore's StoreError, or Gloo's FileStore timeout
+      never_arrived(rank, e);
+    }
   }
   // Rank 0 hosts the store: it leaves (perhaps to exit on the error below) only after
   // every rank has read what it needs.
   store.set(prefix + "read/" + std::to_string(cluster.rank), {'1'});
   if (cluster.rank == 0) {
-    std::vector<std::string> read;
-    for (int rank = 1; rank < cluster.world_size; ++rank) read.push_back(prefix + "read/" + std::to_string(rank));
-    store.wait(read);
+    for (int rank = 1; rank < cluster.world_size; ++rank) {
+      try {
+        store.wait({prefix + "read/" + std::to_string(rank)});
+      } catch (const std::exception& e) {
+        never_arrived(rank, e);
+      }
+    }
   }
   // Every rank compares every signature with rank 0's, so every rank reaches the same verdict.
   const std::vector<std::string>& reference = all[0];

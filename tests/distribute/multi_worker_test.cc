@@ -112,6 +112,19 @@ json run_scenario(const std::string& scenario, bool multi_worker) {
     models::History history = model.fit(testing::two_tower_ratings(250).batch(64), {.epochs = 4, .verbose = 0});
     return outcome(model, history);
   }
+  if (scenario == "reinitialize") {
+    // Joining the same job again is a no-op; another job is refused.
+    const distribute::ClusterSpec cluster = strategy->cluster_resolver();
+    distribution::initialize(cluster);
+    distribute::ClusterSpec other = cluster;
+    other.master_port += 1;
+    try {
+      distribution::initialize(other);
+    } catch (const ValueError& e) {
+      return json{{"error", e.what()}};
+    }
+    return json{{"error", ""}};
+  }
   if (scenario == "file_shard") {
     layers::set_random_seed(5);
     auto model = testing::small_mlp(4, 8);
@@ -311,6 +324,32 @@ TEST_F(MultiWorkerTest, FileShardingReadsEachWorkersFilesAndMatchesOneProcess) {
   ::unsetenv("CHORUS_TEST_DATA");
   expect_matches(reference, 2);
   EXPECT_EQ(reference["history"]["loss"].size(), 3u);
+}
+
+TEST_F(MultiWorkerTest, FileShardingWithAWorkerWithoutLinesFailsEveryRank) {
+  const std::filesystem::path data = dir_ / "data";
+  std::filesystem::create_directories(data);
+  for (int k = 0; k < 4; ++k) {
+    std::ofstream out(data / ("part-" + std::to_string(k) + ".txt"));
+    if (k % 2 == 0) out << "0.5 0.5 0.5 0.5 1\n-0.5 -0.5 -0.5 -0.5 0\n";  // worker 1's files stay empty
+  }
+  ::setenv("CHORUS_TEST_DATA", data.c_str(), 1);
+  const std::vector<int> codes = run_job("file_shard", 2);
+  ::unsetenv("CHORUS_TEST_DATA");
+  EXPECT_EQ(codes, std::vector<int>(2, 1));
+  EXPECT_THAT(error(1), HasSubstr("FILE sharding: worker 1 of 2 has no batch in its files"));
+  // Rank 1 failed before its first step: rank 0 names it once the deadline passes.
+  EXPECT_THAT(error(0), HasSubstr("start-up check of the model on rank 0 of 2 failed"));
+  EXPECT_THAT(error(0), HasSubstr("ranks that never arrived: 1"));
+}
+
+TEST_F(MultiWorkerTest, InitializeTwiceJoinsOneJobOnly) {
+  EXPECT_EQ(run_job("reinitialize", 2), std::vector<int>(2, 0));
+  for (int r = 0; r < 2; ++r) {
+    const std::string message = result(r).value("error", "");
+    EXPECT_THAT(message, HasSubstr("distribution.initialize: this process already joined")) << error(r);
+    EXPECT_THAT(message, HasSubstr("cannot join")) << r;
+  }
 }
 
 TEST_F(MultiWorkerTest, TwoWorkersOfTwoReplicasEachMatchOneProcess) {
