@@ -269,7 +269,8 @@ void GlooCommunicator::all_reduce_now(float* data, int64_t count, ReduceOp op) {
     return;
   }
   if (size_ == 2 && sync_context_ && count * 4 <= options_.sync_exchange_max_bytes) {
-    exchange_all_reduce(data, count, op);
+    // x0 + x1 on rank 0, x1 + x0 on rank 1: the same bits.
+    reduce_fn(op)(data, data, exchange(data, count), static_cast<size_t>(count));
     return;
   }
   gloo::AllreduceOptions options(context_);
@@ -283,12 +284,12 @@ void GlooCommunicator::all_reduce_now(float* data, int64_t count, ReduceOp op) {
   gloo::allreduce(options);
 }
 
-void GlooCommunicator::exchange_all_reduce(float* data, int64_t count, ReduceOp op) {
+const float* GlooCommunicator::exchange(const float* data, int64_t count) {
   const size_t bytes = static_cast<size_t>(count) * sizeof(float);
   if (inbox_.size() < static_cast<size_t>(count)) inbox_.resize(static_cast<size_t>(count));
   auto& pair = sync_context_->getPair(1 - rank_);
   const auto slot = sync_context_->nextSlot();
-  auto send = pair->createSendBuffer(static_cast<int>(slot), data, bytes);
+  auto send = pair->createSendBuffer(static_cast<int>(slot), const_cast<float*>(data), bytes);
   auto receive = pair->createRecvBuffer(static_cast<int>(slot), inbox_.data(), bytes);
   // One writer at a time: rank 0 sends while rank 1 reads, then the reverse.
   if (rank_ == 0) {
@@ -300,7 +301,7 @@ void GlooCommunicator::exchange_all_reduce(float* data, int64_t count, ReduceOp 
     send->send();
     send->waitSend();
   }
-  reduce_fn(op)(data, data, inbox_.data(), static_cast<size_t>(count));
+  return inbox_.data();
 }
 
 GlooCommunicator::Run GlooCommunicator::make_all_reduce(Tensor tensor, ReduceOp op) {
@@ -361,12 +362,20 @@ GlooCommunicator::Run GlooCommunicator::make_reduce_scatter(Tensor input, Tensor
     throw_error<ShapeError>("reduce_scatter: input has {} elements, expected {} x {}", input.numel(), size_,
                             output.numel());
   }
-  // All-reduce a copy, keep this rank's block: twice the traffic of a true reduce-scatter,
-  // which this Gloo has only for its own algorithms' layouts.
   return [this, input, output, op] {
+    const int64_t n = output.numel();
+    if (n == 0) return;
+    if (size_ == 2 && sync_context_ && n * 4 <= options_.sync_exchange_max_bytes) {
+      // Each rank sends the block the other keeps and adds the one it receives.
+      const float* mine = input.data<float>() + rank_ * n;
+      const float* theirs = exchange(input.data<float>() + (1 - rank_) * n, n);
+      reduce_fn(op)(output.data<float>(), mine, theirs, static_cast<size_t>(n));
+      return;
+    }
+    // All-reduce a copy, keep this rank's block: twice the traffic of a true
+    // reduce-scatter, which this Gloo has only for its own algorithms' layouts.
     Tensor all = input.clone();
     all_reduce_now(all.data<float>(), all.numel(), op);
-    const int64_t n = output.numel();
     std::copy_n(all.data<float>() + rank_ * n, n, output.data<float>());
   };
 }

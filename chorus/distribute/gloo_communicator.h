@@ -51,8 +51,9 @@ struct GlooOptions {
   int64_t sync_max_bytes = int64_t{64} << 10;
   // Two workers all-reduce larger tensors up to this many bytes in sync mode too, as an
   // exchange with one writer at a time (rank 0 sends, then rank 1), which cannot block
-  // on full buffers: 336 KB take ~0.2 ms there against ~0.4 ms on the event loop.
-  // Beyond it the event loop's simultaneous ring moves the bytes faster.
+  // on full buffers: 336 KB took 0.17 ms there against 0.37 ms on the event loop, two
+  // local processes. Beyond it the event loop's ring, which sends and receives at once,
+  // takes over: transfers that long gain little from the saved wake-ups.
   int64_t sync_exchange_max_bytes = int64_t{4} << 20;
   // Sync mode spins on its sockets instead of sleeping (CHORUS_GLOO_BUSY_POLL=1): lower
   // latency, but only with a free core per worker.
@@ -97,8 +98,9 @@ class GlooCommunicator : public Communicator {
   Run make_reduce_scatter(Tensor input, Tensor output, ReduceOp op);
   Run make_barrier();
   void all_reduce_now(float* data, int64_t count, ReduceOp op);
-  // Two ranks in sync mode: each sends its values and adds the other's.
-  void exchange_all_reduce(float* data, int64_t count, ReduceOp op);
+  // Two ranks in sync mode: sends `count` floats at `data` to the other rank and returns
+  // the `count` floats it sent this one (in inbox_, valid until the next exchange).
+  const float* exchange(const float* data, int64_t count);
   bool sync_fits(int64_t message_bytes) const;
 
   // Queues `run` as collective `op` on the background thread.
@@ -117,7 +119,7 @@ class GlooCommunicator : public Communicator {
   std::shared_ptr<gloo::Context> context_;       // Gloo's event loop
   std::shared_ptr<gloo::Context> sync_context_;  // sync mode; null when off or alone
   uint64_t issued_ = 0;
-  std::vector<float> inbox_;  // the peer's values in exchange_all_reduce
+  std::vector<float> inbox_;  // what exchange() received
 
   std::mutex mutex_;
   std::condition_variable ready_;

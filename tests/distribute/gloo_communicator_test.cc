@@ -94,6 +94,14 @@ TEST(GlooCommunicatorTest, SyncModeAndEventLoopGiveTheSameResults) {
           Tensor root = filled(n, static_cast<float>(rank));
           c.broadcast(root, 1);
           EXPECT_EQ(root.to_vector<float>()[static_cast<size_t>(n - 1)], 1.0f) << at;
+          if (n % 2 == 0) {
+            // x is the same sum on both ranks now: each keeps twice its half of it.
+            Tensor half = Tensor::empty(Shape{n / 2}, kFloat32);
+            c.reduce_scatter(x, half);
+            std::vector<float> twice = x.first_axis_slice(rank * n / 2, (rank + 1) * n / 2).to_vector<float>();
+            for (float& v : twice) v *= 2.0f;
+            EXPECT_EQ(half.to_vector<float>(), twice) << at;
+          }
           // A blocking collective issued behind async ones waits its turn.
           Tensor big = filled(300000, 1.0f), small = filled(n, 1.0f);
           auto pending = c.all_reduce_async(big);
