@@ -4,7 +4,8 @@
 // across steps: the gradient buckets, the step counter for random streams. Deferred
 // variable updates (BatchNormalization's moving statistics) are applied when a step ends.
 // In a multi-worker job every worker runs the same global batches and its replicas take
-// their rows of each: global replica w * local + r gets the w * local + r-th slice.
+// their rows of each: global replica w * local + r gets the w * local + r-th slice; or
+// (FILE sharding) each worker runs its own rows of the global batch, split over its replicas.
 // Used by one thread (the trainer's) at a time.
 #pragma once
 
