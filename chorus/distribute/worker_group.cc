@@ -108,8 +108,24 @@ WorkerGroup::WorkerGroup(ClusterSpec cluster) : cluster_(std::move(cluster)) {
 WorkerGroup::~WorkerGroup() = default;
 
 void WorkerGroup::on_chief_then_barrier(const std::function<void()>& write) {
-  if (rank() == 0) write();
-  communicator_->barrier();
+  // Rank 0's verdict instead of a bare barrier: a failed write fails every rank now, not
+  // at the next collective's deadline.
+  Tensor failed = Tensor::empty({1}, kFloat32);
+  failed.data<float>()[0] = 0;
+  std::exception_ptr error;
+  if (rank() == 0) {
+    try {
+      write();
+    } catch (...) {
+      error = std::current_exception();
+      failed.data<float>()[0] = 1;
+    }
+  }
+  communicator_->broadcast(failed, 0);
+  if (error) std::rethrow_exception(error);
+  if (failed.data<float>()[0] != 0) {
+    throw_error<IOError>("multi-worker: rank 0 failed to write the checkpoint (its own error says why)");
+  }
 }
 
 }  // namespace chorus::distribute

@@ -38,9 +38,9 @@ class WorkerGroup {
   gloo::rendezvous::Store& store() { return *store_; }
   Communicator& communicator() { return *communicator_; }
 
-  // Runs `write` on rank 0 only, then waits at a barrier so no rank reads a file rank 0
-  // is still writing (checkpoints). If rank 0's write throws, the others fail at the
-  // barrier within the collective deadline, naming rank 0.
+  // Runs `write` on rank 0 only; the others wait until it has finished, so no rank reads
+  // a file rank 0 is still writing (checkpoints). If rank 0's write throws, it rethrows
+  // and every other rank throws IOError saying rank 0 failed.
   void on_chief_then_barrier(const std::function<void()>& write);
 
  private:

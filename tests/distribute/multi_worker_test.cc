@@ -112,6 +112,17 @@ json run_scenario(const std::string& scenario, bool multi_worker) {
     models::History history = model.fit(testing::two_tower_ratings(250).batch(64), {.epochs = 4, .verbose = 0});
     return outcome(model, history);
   }
+  if (scenario == "save_fails") {
+    // Rank 0 cannot write (the parent is a regular file): every rank must fail, at once.
+    layers::set_random_seed(7);
+    auto model = testing::small_mlp(4, 8);
+    compile(*model, {.optimizer = optimizers::SGD({.learning_rate = 0.1}),
+                     .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
+    const std::string out = std::getenv("CHORUS_TEST_OUT");
+    std::ofstream(out + "/not_a_dir") << "x";
+    model->save_weights(out + "/not_a_dir/model.weights.safetensors");
+    return json{};
+  }
   if (scenario == "reinitialize") {
     // Joining the same job again is a no-op; another job is refused.
     const distribute::ClusterSpec cluster = strategy->cluster_resolver();
@@ -341,6 +352,14 @@ TEST_F(MultiWorkerTest, FileShardingWithAWorkerWithoutLinesFailsEveryRank) {
   // Rank 1 failed before its first step: rank 0 names it once the deadline passes.
   EXPECT_THAT(error(0), HasSubstr("start-up check of the model on rank 0 of 2 failed"));
   EXPECT_THAT(error(0), HasSubstr("ranks that never arrived: 1"));
+}
+
+TEST_F(MultiWorkerTest, AFailedCheckpointWriteFailsEveryRankAtOnce) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(run_job("save_fails", 2), std::vector<int>(2, 1));
+  EXPECT_THAT(error(0), HasSubstr("not_a_dir"));
+  EXPECT_THAT(error(1), HasSubstr("rank 0 failed to write the checkpoint"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));  // the deadline is 5 s
 }
 
 TEST_F(MultiWorkerTest, InitializeTwiceJoinsOneJobOnly) {
