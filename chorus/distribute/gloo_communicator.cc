@@ -273,6 +273,10 @@ void GlooCommunicator::all_reduce_now(float* data, int64_t count, ReduceOp op) {
     reduce_fn(op)(data, data, exchange(data, count), static_cast<size_t>(count));
     return;
   }
+  if (size_ > 2 && sync_context_ && count * 4 * (size_ - 1) <= options_.sync_exchange_max_bytes) {
+    reduce_then_broadcast(data, count, op);
+    return;
+  }
   gloo::AllreduceOptions options(context_);
   options.setOutput(data, static_cast<size_t>(count));
   options.setReduceFunction(reduce_fn(op));
@@ -302,6 +306,26 @@ const float* GlooCommunicator::exchange(const float* data, int64_t count) {
     send->waitSend();
   }
   return inbox_.data();
+}
+
+void GlooCommunicator::reduce_then_broadcast(float* data, int64_t count, ReduceOp op) {
+  const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+  const auto slot = static_cast<int>(sync_context_->nextSlot());
+  if (rank_ == 0) {
+    // Rank 0 reads each rank in turn and adds in rank order: x0 + x1 + x2 + ...
+    if (inbox_.size() < static_cast<size_t>(count)) inbox_.resize(static_cast<size_t>(count));
+    for (int r = 1; r < size_; ++r) {
+      auto receive = sync_context_->getPair(r)->createRecvBuffer(slot, inbox_.data(), bytes);
+      receive->waitRecv();
+      reduce_fn(op)(data, data, inbox_.data(), static_cast<size_t>(count));
+    }
+  } else {
+    auto send = sync_context_->getPair(0)->createSendBuffer(slot, data, bytes);
+    send->send();
+    send->waitSend();
+  }
+  gloo::BroadcastOneToAll<float> broadcast(sync_context_, {data}, static_cast<size_t>(count), 0);
+  broadcast.run();
 }
 
 GlooCommunicator::Run GlooCommunicator::make_all_reduce(Tensor tensor, ReduceOp op) {

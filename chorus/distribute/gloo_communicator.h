@@ -41,19 +41,21 @@ struct GlooOptions {
   // With more than two workers, all_reduce uses Gloo's bcube instead of its ring above
   // this many floats.
   int64_t bcube_above = int64_t{1} << 20;
-  // Sync mode (CHORUS_GLOO_SYNC_BYTES; 0: off) carries broadcasts and barriers, and the
-  // all-gathers and two-worker all-reduces whose messages have at most this many bytes.
-  // A small all-reduce of two local processes takes ~26 µs there against ~200 µs through
-  // the event loop. Above the limit both ends of a ring could block writing at once into
-  // full socket buffers, so those take the event loop; 64 KiB fits Linux's default TCP
-  // buffers. Three or more workers all-reduce on the event loop: Gloo's sync ring adds
-  // in a different order on each rank, and replicas must stay identical bit for bit.
+  // Sync mode (CHORUS_GLOO_SYNC_BYTES; 0: off): collectives on a second Gloo context whose
+  // running thread reads and writes the sockets itself, with no event-loop hand-off (a
+  // small all-reduce of two local processes: ~26 µs against ~200 µs). Broadcasts and
+  // barriers always run there. Gloo's algorithms that send and receive at once (the
+  // all-gather ring, the two-worker all-reduce ring) run there only for messages up to
+  // this many bytes: beyond, both ends could block writing into full socket buffers;
+  // 64 KiB fits Linux's default TCP buffers. (Gloo's sync ring for three or more ranks
+  // adds in a different order on each, and replicas must stay identical bit for bit.)
   int64_t sync_max_bytes = int64_t{64} << 10;
-  // Two workers all-reduce larger tensors up to this many bytes in sync mode too, as an
-  // exchange with one writer at a time (rank 0 sends, then rank 1), which cannot block
-  // on full buffers: 336 KB took 0.17 ms there against 0.37 ms on the event loop, two
-  // local processes. Beyond it the event loop's ring, which sends and receives at once,
-  // takes over: transfers that long gain little from the saved wake-ups.
+  // All-reduces also run in sync mode up to this many bytes moved into one rank, with one
+  // writer per connection at a time, which cannot block on full buffers: two workers
+  // exchange their tensors (rank 0 sends, then rank 1; 336 KB took 0.17 ms against 0.37 ms
+  // on the event loop, two local processes); more gather into rank 0, which adds in rank
+  // order and broadcasts. Beyond it the event loop's ring or bcube, which send and
+  // receive at once, take over: transfers that long gain little from saved wake-ups.
   int64_t sync_exchange_max_bytes = int64_t{4} << 20;
   // Sync mode spins on its sockets instead of sleeping (CHORUS_GLOO_BUSY_POLL=1): lower
   // latency, but only with a free core per worker.
@@ -98,6 +100,9 @@ class GlooCommunicator : public Communicator {
   Run make_reduce_scatter(Tensor input, Tensor output, ReduceOp op);
   Run make_barrier();
   void all_reduce_now(float* data, int64_t count, ReduceOp op);
+  // Three or more ranks in sync mode: rank 0 gathers and adds in rank order, then
+  // broadcasts. Only rank 0 reads while the others write, so nothing can block for good.
+  void reduce_then_broadcast(float* data, int64_t count, ReduceOp op);
   // Two ranks in sync mode: sends `count` floats at `data` to the other rank and returns
   // the `count` floats it sent this one (in inbox_, valid until the next exchange).
   const float* exchange(const float* data, int64_t count);

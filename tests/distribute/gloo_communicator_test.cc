@@ -52,6 +52,9 @@ TEST(GlooCommunicatorTest, CollectivesMatchReferences) {
     Tensor sum = filled(1027, static_cast<float>(rank + 1));
     c.all_reduce(sum);
     EXPECT_EQ(sum.to_vector<float>(), std::vector<float>(1027, 6.0f));
+    Tensor big = filled(600000, static_cast<float>(rank + 1));  // beyond sync mode: Gloo's ring
+    c.all_reduce(big);
+    EXPECT_EQ(big.to_vector<float>()[599999], 6.0f);
     Tensor max = filled(5, static_cast<float>(rank));
     c.all_reduce(max, ReduceOp::kMax);
     EXPECT_EQ(max.to_vector<float>()[4], 2.0f);
