@@ -1,6 +1,8 @@
 // The per-ISA row kernels behind take and its gradient: copies keep every bit (NaN
-// payloads too), and row adds give the bits of the scalar loop, duplicates in order.
+// payloads too), row adds give the bits of the scalar loop, duplicates in order; and the
+// blockwise index check finds the first bad index.
 
+#include "chorus/backend/cpu/gather_kernels.h"
 #include "chorus/backend/cpu/gather_kernels_isa.h"
 
 #include <cstring>
@@ -67,6 +69,20 @@ TEST(GatherKernelsTest, RowCopiesAndAddsMatchTheScalarLoopsOnEveryIsa) {
     expect_rows_match_the_scalar_loops<int64_t>(t, &GatherKernelTable::gather_rows32_i64,
                                                 &GatherKernelTable::scatter_add_rows_i64);
   }
+}
+
+TEST(GatherKernelsTest, FindOutOfRangeReportsTheFirstBadPositionInAnyBlock) {
+  std::vector<int64_t> idx(1000, 3);
+  EXPECT_EQ(find_out_of_range(idx.data(), 1000, 4), -1);
+  idx[700] = -1;  // a later block: the clean blocks before it are skipped whole
+  idx[900] = 4;
+  EXPECT_EQ(find_out_of_range(idx.data(), 1000, 4), 700);
+  idx[256] = int64_t{1} << 40;  // the first position of a block
+  EXPECT_EQ(find_out_of_range(idx.data(), 1000, 4), 256);
+  std::vector<int32_t> small(300, 0);
+  small[299] = -2147483647 - 1;
+  EXPECT_EQ(find_out_of_range(small.data(), 300, 1), 299);
+  EXPECT_EQ(find_out_of_range(small.data(), 299, 1), -1);
 }
 
 }  // namespace

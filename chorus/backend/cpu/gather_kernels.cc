@@ -44,8 +44,18 @@ const GatherKernelTable& gather_kernel_table(Isa isa) {
 
 template <class I>
 int64_t find_out_of_range(const I* idx, int64_t count, int64_t size) {
-  for (int64_t m = 0; m < count; ++m) {
-    if (idx[m] < 0 || static_cast<int64_t>(idx[m]) >= size) return m;
+  // Blocks tested without an early exit (so the test vectorises; a negative index is a
+  // huge unsigned one), then the bad block searched for its first bad position.
+  constexpr int64_t kBlock = 256;
+  const auto limit = static_cast<uint64_t>(size);
+  for (int64_t b = 0; b < count; b += kBlock) {
+    const int64_t e = std::min(count, b + kBlock);
+    bool bad = false;
+    for (int64_t m = b; m < e; ++m) bad |= static_cast<uint64_t>(static_cast<int64_t>(idx[m])) >= limit;
+    if (!bad) continue;
+    for (int64_t m = b; m < e; ++m) {
+      if (idx[m] < 0 || static_cast<int64_t>(idx[m]) >= size) return m;
+    }
   }
   return -1;
 }
