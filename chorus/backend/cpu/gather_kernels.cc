@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <type_traits>
 #include <vector>
@@ -46,13 +47,17 @@ template <class I>
 int64_t find_out_of_range(const I* idx, int64_t count, int64_t size) {
   // Blocks tested without an early exit (so the test vectorises; a negative index is a
   // huge unsigned one), then the bad block searched for its first bad position.
+  // Compared in I's own width (int32 indices stay 32-bit lanes): a size beyond I's range
+  // leaves only the negative indices out, which are exactly those >= 2^(bits - 1).
+  using U = std::make_unsigned_t<I>;
+  constexpr auto kMax = static_cast<int64_t>(std::numeric_limits<I>::max());
+  const U limit = size > kMax ? static_cast<U>(static_cast<U>(kMax) + 1) : static_cast<U>(size);
   constexpr int64_t kBlock = 256;
-  const auto limit = static_cast<uint64_t>(size);
   for (int64_t b = 0; b < count; b += kBlock) {
     const int64_t e = std::min(count, b + kBlock);
-    bool bad = false;
-    for (int64_t m = b; m < e; ++m) bad |= static_cast<uint64_t>(static_cast<int64_t>(idx[m])) >= limit;
-    if (!bad) continue;
+    U bad = 0;
+    for (int64_t m = b; m < e; ++m) bad |= static_cast<U>(static_cast<U>(idx[m]) >= limit);
+    if (bad == 0) continue;
     for (int64_t m = b; m < e; ++m) {
       if (idx[m] < 0 || static_cast<int64_t>(idx[m]) >= size) return m;
     }
