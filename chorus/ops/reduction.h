@@ -19,8 +19,8 @@ namespace chorus::ops {
 // contiguous elements (e.g. sum(axis=-1) of (B, 32)) sum in a fixed 16-lane order (see
 // backend/cpu/reduce_kernels_isa.h). Either way the bits are the same on every ISA and
 // for any thread count. max/min return NaN for a slice holding one. An empty axis sums
-// to 0 and means to NaN; max/min of an empty axis throw ValueError. Bad axes: IndexError (out of range), ValueError (repeated);
-// bool input: DTypeError.
+// to 0 and means to NaN; max/min of an empty axis throw ValueError. Bad axes:
+// IndexError (out of range), ValueError (repeated); bool input: DTypeError.
 // Gradients: sum broadcasts g back; mean broadcasts g / count; max/min send g to the
 // positions equal to the extreme, split evenly among ties (as TensorFlow does).
 Tensor sum(const Tensor& x, const Axes& axis = {}, bool keepdims = false);

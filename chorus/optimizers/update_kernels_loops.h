@@ -162,7 +162,8 @@ void adagrad_loop(const AdagradArgs& a, int64_t begin, int64_t end) {
   // mispredicting it cost more than the update saved), then update the listed ones.
   int64_t listed[kPiecesPerPass];
   for (int64_t pass = first; pass < last; pass += kPiecesPerPass * kAdagradPiece) {
-    const int64_t pass_end = last - pass < kPiecesPerPass * kAdagradPiece ? last : pass + kPiecesPerPass * kAdagradPiece;
+    constexpr int64_t kPassLength = kPiecesPerPass * kAdagradPiece;
+    const int64_t pass_end = last - pass < kPassLength ? last : pass + kPassLength;
     int64_t count = 0;
     for (int64_t p = pass; p < pass_end; p += kAdagradPiece) {
       listed[count] = p;
