@@ -272,7 +272,7 @@ void extreme_columns(const T* x, int64_t rows, int64_t stride, int64_t width, fl
 template <int B, class T>
 void reduce_contiguous(ReduceKind kind, const T* x, int64_t rows, int64_t n, float* out) {
   if (kind == ReduceKind::kSum && n < kShortRow) {
-    sum_short_rows(x, rows, n, out);
+    sum_short_rows<B>(x, rows, n, out);
     return;
   }
   for (int64_t r = 0; r < rows; ++r) {

@@ -21,7 +21,7 @@ enum class ReduceKind { kSum, kMax, kMin };
 // aligned run of leaf * 2^j elements is a subtree: threads can sum such chunks on their
 // own and combine them with combine_sums() without changing a bit.
 // A whole row shorter than kShortRow is not part of that tree: it sums in 16 lanes,
-// sixteen rows at a time (sum_short_rows in reduce_kernels_impl.h).
+// then halves them (sum_short_row in reduce_kernels_rows.h).
 inline constexpr int64_t kSumLeaf = 2048;
 inline constexpr int64_t kShortRow = 64;
 inline constexpr int64_t kRowLeaf = 32;
