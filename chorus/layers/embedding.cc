@@ -1,5 +1,6 @@
 #include "chorus/layers/embedding.h"
 
+#include "chorus/backend/cpu/gather_kernels.h"
 #include "chorus/layers/layer_util.h"
 #include "chorus/ops/ops.h"
 
@@ -11,12 +12,11 @@ template <class T>
 void check_indices(const Tensor& indices, int64_t input_dim, const std::string& layer) {
   const T* data = indices.data<T>();
   const int64_t n = indices.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    if (data[i] >= 0 && data[i] < input_dim) continue;
-    const int64_t per_element = indices.rank() == 0 || indices.dim(0) == 0 ? 1 : n / indices.dim(0);
-    throw_error<IndexError>("{}: index {} out of range [0, {}) in batch element {}", layer,
-                            static_cast<int64_t>(data[i]), input_dim, i / per_element);
-  }
+  const int64_t i = backend::cpu::find_out_of_range(data, n, input_dim);  // vectorised scan
+  if (i < 0) return;
+  const int64_t per_element = indices.rank() == 0 || indices.dim(0) == 0 ? 1 : n / indices.dim(0);
+  throw_error<IndexError>("{}: index {} out of range [0, {}) in batch element {}", layer, static_cast<int64_t>(data[i]),
+                          input_dim, i / per_element);
 }
 
 }  // namespace

@@ -15,10 +15,12 @@ namespace chorus::ops {
 // Reductions over `axis` (default: every axis; negative axes count from the end).
 // keepdims keeps the reduced axes with size 1. sum, max and min take float32, bfloat16
 // (accumulated in float32), int32 and int64 (integer sums wrap around); mean takes the
-// floating dtypes only. Float sums are pairwise (accurate for long rows). max/min return
-// NaN for a slice holding one. An empty axis sums to 0 and means to NaN; max/min of an
-// empty axis throw ValueError. Bad axes: IndexError (out of range), ValueError (repeated);
-// bool input: DTypeError.
+// floating dtypes only. Float sums are pairwise (accurate for long rows); fewer than 64
+// contiguous elements (e.g. sum(axis=-1) of (B, 32)) sum in a fixed 16-lane order (see
+// backend/cpu/reduce_kernels_isa.h). Either way the bits are the same on every ISA and
+// for any thread count. max/min return NaN for a slice holding one. An empty axis sums
+// to 0 and means to NaN; max/min of an empty axis throw ValueError. Bad axes:
+// IndexError (out of range), ValueError (repeated); bool input: DTypeError.
 // Gradients: sum broadcasts g back; mean broadcasts g / count; max/min send g to the
 // positions equal to the extreme, split evenly among ties (as TensorFlow does).
 Tensor sum(const Tensor& x, const Axes& axis = {}, bool keepdims = false);

@@ -1,6 +1,8 @@
 // Adagrad: Keras's Adagrad (Duchi et al.): per-parameter rates that shrink with the sum
 // of squared gradients. One accumulator slot per variable, starting at
-// initial_accumulator_value. Not thread-safe (see Optimizer).
+// initial_accumulator_value. Not thread-safe (see Optimizer). Runs of 32 elements whose
+// gradient is all +0.0 (an embedding table's rows a batch did not touch) are skipped,
+// which leaves them exactly as the dense update would (update_kernels.h, AdagradArgs).
 //
 //   model.compile({.optimizer = Adagrad(0.2)});
 #pragma once

@@ -40,12 +40,21 @@ struct AdamArgs {
 };
 
 // Adagrad: acc += g^2; var -= lr * g / sqrt(acc + epsilon).
+// With skip_zero_pieces, pieces of kAdagradPiece elements (aligned to multiples of it)
+// whose gradient is all +0.0 are left alone: an embedding table's gradient is zero in
+// every row the batch did not touch. That is exact, bit for bit, when lr is finite and
+// >= 0, epsilon >= FLT_MIN (so acc + epsilon > 0 even with denormals flushed) and every
+// accumulator is +0, positive, +inf or NaN, which Adagrad's own updates keep from an
+// initial value >= +0: acc + 0 = acc, and var - (+0) / r = var for r > 0. A piece with
+// any other bit pattern (-0.0, NaN, a value) takes the dense update.
+inline constexpr int64_t kAdagradPiece = 32;
 struct AdagradArgs {
   float* var;
   float* accumulator;
   const float* grad;
   float lr;
   float epsilon;
+  bool skip_zero_pieces = false;
 };
 
 // RMSprop: vel = rho * vel + (1 - rho) * g^2; centered: avg = rho * avg + (1 - rho) * g

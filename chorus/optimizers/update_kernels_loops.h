@@ -94,23 +94,82 @@ void adam_loop(const AdamArgs& a, int64_t begin, int64_t end) {
   }
 }
 
-void adagrad_loop(const AdagradArgs& a, int64_t begin, int64_t end) {
+// The dense Adagrad update of [start, start + n), n <= kBlock, with r as scratch.
+// Called with a constant n for whole pieces, so those compile to a few full vectors.
+[[gnu::always_inline]] inline void adagrad_block(const AdagradArgs& a, int64_t start, int64_t n, float* __restrict r) {
   float* __restrict var = a.var;
   float* __restrict acc = a.accumulator;
   const float* __restrict g = a.grad;
   const float lr = a.lr, eps = a.epsilon;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = start + i;
+    const float ak = acc[k] + g[k] * g[k];
+    acc[k] = ak;
+    r[i] = ak + eps;
+  }
+  sqrt_block(r, r, n);
+  for (int64_t i = 0; i < n; ++i) var[start + i] -= (lr * g[start + i]) / r[i];
+}
+
+// Whether g[begin, begin + n) is all +0.0 (bit pattern 0: -0.0 and NaN are not).
+[[gnu::always_inline]] inline bool all_positive_zero(const float* __restrict g, int64_t begin, int64_t n) {
+  uint32_t bits = 0;
+  for (int64_t i = 0; i < n; ++i) bits |= __builtin_bit_cast(uint32_t, g[begin + i]);
+  return bits == 0;
+}
+
+// The same for one whole piece, with the ISA's vector test (GCC reduces the OR above
+// lane by lane).
+[[gnu::always_inline]] inline bool piece_is_zero(const float* g) {
+  static_assert(kAdagradPiece == 32);
+#if defined(__AVX512F__)
+  const __m512i x = _mm512_or_si512(_mm512_loadu_si512(g), _mm512_loadu_si512(g + 16));
+  return _mm512_test_epi32_mask(x, x) == 0;
+#elif defined(__AVX2__)
+  const __m256i x = _mm256_or_si256(
+      _mm256_or_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g)),
+                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 8))),
+      _mm256_or_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 16)),
+                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 24))));
+  return _mm256_testz_si256(x, x) != 0;
+#else
+  __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g));
+  for (int i = 4; i < 32; i += 4) x = _mm_or_si128(x, _mm_loadu_si128(reinterpret_cast<const __m128i*>(g + i)));
+  return _mm_movemask_epi8(_mm_cmpeq_epi32(x, _mm_setzero_si128())) == 0xffff;
+#endif
+}
+
+// Pieces listed per pass of adagrad_loop's skipping path.
+constexpr int64_t kPiecesPerPass = 256;
+
+void adagrad_loop(const AdagradArgs& a, int64_t begin, int64_t end) {
   alignas(64) float root[kBlock];
-  for (int64_t start = begin; start < end; start += kBlock) {
-    const int64_t n = block_length(start, end);
-    float* __restrict r = root;
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t k = start + i;
-      const float ak = acc[k] + g[k] * g[k];
-      acc[k] = ak;
-      r[i] = ak + eps;
+  if (!a.skip_zero_pieces) {
+    for (int64_t start = begin; start < end; start += kBlock) adagrad_block(a, start, block_length(start, end), root);
+    return;
+  }
+  // Pieces are aligned to multiples of kAdagradPiece from element 0, whatever the chunk:
+  // only the chunk's first and last piece can be partial, and go element by element.
+  const int64_t first = (begin + kAdagradPiece - 1) / kAdagradPiece * kAdagradPiece;
+  const int64_t last = end / kAdagradPiece * kAdagradPiece;
+  if (first > last) {  // inside one piece
+    if (!all_positive_zero(a.grad, begin, end - begin)) adagrad_block(a, begin, end - begin, root);
+    return;
+  }
+  if (!all_positive_zero(a.grad, begin, first - begin)) adagrad_block(a, begin, first - begin, root);
+  if (!all_positive_zero(a.grad, last, end - last)) adagrad_block(a, last, end - last, root);
+  // Whole pieces: list the non-zero ones without a branch (which are zero is data, and
+  // mispredicting it cost more than the update saved), then update the listed ones.
+  int64_t listed[kPiecesPerPass];
+  for (int64_t pass = first; pass < last; pass += kPiecesPerPass * kAdagradPiece) {
+    constexpr int64_t kPassLength = kPiecesPerPass * kAdagradPiece;
+    const int64_t pass_end = last - pass < kPassLength ? last : pass + kPassLength;
+    int64_t count = 0;
+    for (int64_t p = pass; p < pass_end; p += kAdagradPiece) {
+      listed[count] = p;
+      count += piece_is_zero(a.grad + p) ? 0 : 1;
     }
-    sqrt_block(r, r, n);
-    for (int64_t i = 0; i < n; ++i) var[start + i] -= (lr * g[start + i]) / r[i];
+    for (int64_t i = 0; i < count; ++i) adagrad_block(a, listed[i], kAdagradPiece, root);
   }
 }
 

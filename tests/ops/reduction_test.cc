@@ -157,6 +157,59 @@ TEST(ReductionTest, EveryInstructionSetGivesTheSameSumBits) {
   }
 }
 
+// The documented order of a short row's sum (reduce_kernels_isa.h, kShortRow): 16 lanes
+// summed in order, +0 past the end, then the halving tree 8, 4, 2, 1.
+float short_row_sum(const float* x, int64_t n) {
+  float lanes[16];
+  for (int64_t l = 0; l < 16; ++l) {
+    lanes[l] = l < n ? x[l] : 0.f;
+    for (int64_t k = l + 16; k < ((n + 15) / 16) * 16; k += 16) lanes[l] += k < n ? x[k] : 0.f;
+  }
+  for (int w = 8; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+  }
+  return lanes[0];
+}
+
+TEST(ReductionTest, ShortRowsSumInTheDocumentedOrderOnEveryInstructionSet) {
+  using backend::cpu::Isa;
+  const int best = static_cast<int>(backend::cpu::active_isa());
+  for (int64_t n : {1, 2, 3, 7, 15, 16, 17, 31, 32, 33, 48, 63}) {
+    for (int64_t rows : {1, 5, 16, 17, 40}) {
+      SCOPED_TRACE(::testing::Message() << "rows " << rows << " n " << n);
+      // Mixed magnitudes, so a different order of adds would show in the bits.
+      Tensor x = random_tensor({rows, n}, 61);
+      float* v = x.data<float>();
+      for (int64_t i = 0; i < x.numel(); i += 3) v[i] *= 1e4f;
+      std::vector<float> expected(static_cast<size_t>(rows));
+      for (int64_t r = 0; r < rows; ++r) expected[static_cast<size_t>(r)] = short_row_sum(v + r * n, n);
+      for (int isa = 0; isa <= best; ++isa) {
+        std::vector<float> got(static_cast<size_t>(rows));
+        backend::cpu::reduce(backend::cpu::ReduceKind::kSum, v, got.data(), rows, n, 1, static_cast<Isa>(isa));
+        EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * 4), 0) << "isa " << isa;
+      }
+      const Tensor op = ops::sum(x, -1);
+      EXPECT_EQ(std::memcmp(op.data<float>(), expected.data(), expected.size() * 4), 0);
+      const Tensor mean = ops::mean(x, -1);
+      const auto scale = static_cast<float>(1.0 / static_cast<double>(n));  // as mean() rounds 1 / count
+      for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(mean.data<float>()[r], expected[static_cast<size_t>(r)] * scale);
+    }
+  }
+}
+
+TEST(ReductionTest, ShortRowsPropagateNaNAndInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v(3 * 32, 1.f);
+  v[5] = kNaN;           // row 0
+  v[32 + 31] = inf;      // row 1
+  v[64] = inf;           // row 2: inf - inf
+  v[64 + 20] = -inf;
+  const Tensor sums = ops::sum(from_values(v, {3, 32}), 1);
+  EXPECT_TRUE(std::isnan(sums.data<float>()[0]));
+  EXPECT_EQ(sums.data<float>()[1], inf);
+  EXPECT_TRUE(std::isnan(sums.data<float>()[2]));
+}
+
 TEST(ReductionTest, LongSumsArePairwiseAccurate) {
   // Naive float accumulation of 4M values in [0, 1) is off by ~1e-4 relative.
   const Tensor x = random_tensor({1 << 22}, 51, 0, 1);
@@ -317,6 +370,35 @@ TEST(BroadcastTest, BroadcastToAndSumToMatchTheReference) {
   EXPECT_TRUE(tensors_near(ops::sum_to(bf, {1, 1023}), reference_reduce(bf, {0}, Ref::kSum, true), 0.1, 8e-3));
   const Tensor column = ops::broadcast_to(random_tensor({1023, 1}, 103), {1023, 301});
   EXPECT_TRUE(tensors_near(ops::max(column, 1), ops::min(column, 1), 0, 0));
+}
+
+TEST(BroadcastTest, RowsToShortRowsCopyBitsOnEveryInstructionSet) {
+  // (rows, 1) -> (rows, n) takes the per-row splat; NaN payloads and int32 come through as bits.
+  for (int64_t n : {2, 3, 16, 32, 33, 100}) {
+    Tensor x = random_tensor({37, 1}, 105);
+    uint32_t nan_bits = 0x7fc01234u;
+    std::memcpy(x.data<float>() + 4, &nan_bits, 4);
+    const Tensor b = ops::broadcast_to(x, {37, n});
+    const Tensor b3 = ops::broadcast_to(x.view({37, 1, 1}), {37, 2, n});
+    for (int64_t r = 0; r < 37; ++r) {
+      for (int64_t j = 0; j < 2 * n; ++j) {
+        ASSERT_EQ(std::memcmp(b3.data<float>() + r * 2 * n + j, x.data<float>() + r, 4), 0);
+        if (j < n) {
+          ASSERT_EQ(std::memcmp(b.data<float>() + r * n + j, x.data<float>() + r, 4), 0);
+        }
+      }
+    }
+    const Tensor ints = ops::broadcast_to(from_values<int32_t>({5, -6, 7}, {3, 1}), {3, n});
+    EXPECT_EQ(ints.to_vector<int32_t>()[static_cast<size_t>(2 * n - 1)], -6);
+    EXPECT_EQ(ints.to_vector<int32_t>()[static_cast<size_t>(3 * n - 1)], 7);
+    const int best = static_cast<int>(backend::cpu::active_isa());
+    for (int isa = 0; isa <= best; ++isa) {
+      std::vector<uint32_t> out(static_cast<size_t>(37 * n));
+      backend::cpu::reduce_kernel_table(static_cast<backend::cpu::Isa>(isa))
+          .broadcast_rows32(reinterpret_cast<const uint32_t*>(x.data<float>()), out.data(), 37, n);
+      EXPECT_EQ(std::memcmp(out.data(), b.data<float>(), out.size() * 4), 0) << "isa " << isa;
+    }
+  }
 }
 
 TEST(BroadcastTest, MatchingShapesGiveFreshTensors) {

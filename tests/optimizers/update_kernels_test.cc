@@ -3,7 +3,10 @@
 
 #include "chorus/optimizers/update_kernels.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <functional>
 #include <vector>
 
@@ -91,6 +94,73 @@ TEST(UpdateKernelsTest, SgdAdagradRmspropAgreeAcrossIsasAndThreads) {
     clip(s.grad.data(), s.s0.data(), static_cast<int64_t>(s.var.size()), 0.5f);
     scale(s.grad.data(), s.s2.data(), static_cast<int64_t>(s.var.size()), 0.25f);
   });
+}
+
+// A gradient like an embedding table's: most 32-element pieces all +0.0, others a -0.0
+// piece, a NaN, an infinity, a single non-zero element, and random values.
+std::vector<float> sparse_gradient(int64_t n) {
+  std::vector<float> g = random_floats(n, 5, -2, 2);
+  for (int64_t p = 0; p * kAdagradPiece < n; ++p) {
+    const int64_t begin = p * kAdagradPiece, end = std::min(n, begin + kAdagradPiece);
+    const int64_t kind = p % 7;
+    if (kind >= 3) {
+      for (int64_t i = begin; i < end; ++i) g[static_cast<size_t>(i)] = kind == 6 ? -0.0f : 0.0f;
+    }
+    if (kind == 4) g[static_cast<size_t>(end - 1)] = 1e-30f;  // one non-zero element
+    if (kind == 5 && p % 2 == 0) g[static_cast<size_t>(begin)] = std::numeric_limits<float>::quiet_NaN();
+    if (kind == 5 && p % 2 == 1) g[static_cast<size_t>(begin)] = std::numeric_limits<float>::infinity();
+  }
+  return g;
+}
+
+TEST(UpdateKernelsTest, AdagradSkippingZeroPiecesMatchesTheDenseUpdateBitForBit) {
+  for (const int64_t n : {int64_t{1}, int64_t{31}, int64_t{300}, int64_t{50'001}}) {
+    auto step = [n](bool skip) {
+      return [n, skip](State& s) {
+        s.grad = sparse_gradient(n);
+        s.s1[0] = 0.0f;  // an accumulator at +0 (initial_accumulator_value = 0)
+        adagrad({s.var.data(), s.s1.data(), s.grad.data(), 0.2f, 1e-7f, skip}, n);
+      };
+    };
+    const State dense = run(Isa::kBaseline, 1, n, step(false));
+    for (const Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512}) {
+      if (!backend::cpu::isa_supported(isa)) continue;
+      for (const int threads : {1, 2}) {
+        EXPECT_TRUE(run(isa, threads, n, step(true)) == dense)
+            << backend::cpu::isa_name(isa) << ", " << threads << " threads, n=" << n;
+      }
+    }
+  }
+}
+
+TEST(UpdateKernelsTest, AdagradSkipsOnlyAllZeroPiecesAndStillUpdatesNaNPieces) {
+  const int64_t n = 4 * kAdagradPiece;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> var(n, 1.0f), acc(n, 0.5f), grad(n, 0.0f);
+  // Piece 0: all +0 with accumulators the dense update would change (NaN var from a
+  // negative one); skipped, so both stay as they were.
+  acc[3] = -1.0f;
+  // Piece 1: one NaN: the whole piece is updated; the NaN element becomes NaN.
+  grad[kAdagradPiece + 2] = nan;
+  // Piece 2: all -0.0: updated densely (no change in value).
+  for (int64_t i = 2 * kAdagradPiece; i < 3 * kAdagradPiece; ++i) grad[static_cast<size_t>(i)] = -0.0f;
+  acc[2 * kAdagradPiece] = -1.0f;
+  // Piece 3: one value.
+  grad[3 * kAdagradPiece + 5] = 0.5f;
+  adagrad({var.data(), acc.data(), grad.data(), 0.2f, 1e-7f, true}, n);
+  EXPECT_EQ(acc[3], -1.0f);
+  EXPECT_EQ(var[3], 1.0f);
+  EXPECT_TRUE(std::isnan(var[kAdagradPiece + 2]));
+  EXPECT_TRUE(std::isnan(acc[kAdagradPiece + 2]));
+  EXPECT_EQ(var[kAdagradPiece + 3], 1.0f);
+  EXPECT_TRUE(std::isnan(var[2 * kAdagradPiece]));  // -0 piece took the dense path: 0 / NaN
+  EXPECT_EQ(acc[3 * kAdagradPiece + 5], 0.75f);
+  EXPECT_LT(var[3 * kAdagradPiece + 5], 1.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i == 3 || i == kAdagradPiece + 2 || i == 2 * kAdagradPiece || i == 3 * kAdagradPiece + 5) continue;
+    EXPECT_EQ(acc[static_cast<size_t>(i)], 0.5f) << i;
+    EXPECT_EQ(var[static_cast<size_t>(i)], 1.0f) << i;
+  }
 }
 
 TEST(UpdateKernelsTest, SumOfSquaresIsExactAndThreadIndependent) {

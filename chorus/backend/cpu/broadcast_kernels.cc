@@ -1,6 +1,9 @@
 #include "chorus/backend/cpu/broadcast_kernels.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include "chorus/backend/cpu/reduce_kernels_isa.h"
 
 namespace chorus::backend::cpu {
 namespace {
@@ -48,6 +51,18 @@ BroadcastWalk::BroadcastWalk(const Shape& full, const Shape& kept) {
 }
 
 void broadcast_copy(const void* src, const Shape& kept, void* dst, const Shape& full, size_t elem_size) {
+  const BroadcastWalk walk(full, kept);
+  if (elem_size == 4 && walk.kept_step() == 0 && walk.rows() == kept.numel() && walk.run() > 1) {
+    // Each run repeats its own kept element, in order ((rows, 1) -> (rows, n)): one
+    // vectorised splat per row instead of a callback per run.
+    const auto fn = reduce_kernel_table(active_isa()).broadcast_rows32;
+    const auto* s = static_cast<const uint32_t*>(src);
+    auto* d = static_cast<uint32_t*>(dst);
+    const int64_t run = walk.run();
+    parallel_for(walk.rows(), std::max<int64_t>(1, kGrain / run),
+                 [&](int64_t b, int64_t e) { fn(s + b, d + b * run, e - b, run); });
+    return;
+  }
   const char* s = static_cast<const char*>(src);
   char* d = static_cast<char*>(dst);
   const int64_t es = static_cast<int64_t>(elem_size);

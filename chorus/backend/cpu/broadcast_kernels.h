@@ -36,6 +36,33 @@ class BroadcastWalk {
     return offset;
   }
 
+  // The kept offsets of consecutive runs, one division-free step per run (a run of a
+  // (rows, n) <- (rows, 1) broadcast is only n long, so kept_offset's divisions showed).
+  class Cursor {
+   public:
+    Cursor(const BroadcastWalk& walk, int64_t row) : walk_(&walk) {
+      for (int g = walk.groups_ - 1; g >= 0; --g) {
+        digit_[g] = row % walk.sizes_[g];
+        offset_ += digit_[g] * walk.strides_[g];
+        row /= walk.sizes_[g];
+      }
+    }
+    int64_t offset() const { return offset_; }
+    void next() {
+      for (int g = walk_->groups_ - 1; g >= 0; --g) {
+        offset_ += walk_->strides_[g];
+        if (++digit_[g] < walk_->sizes_[g]) return;
+        offset_ -= digit_[g] * walk_->strides_[g];
+        digit_[g] = 0;
+      }
+    }
+
+   private:
+    const BroadcastWalk* walk_;  // borrowed; outlives the cursor
+    int64_t digit_[kMaxRank] = {};
+    int64_t offset_ = 0;
+  };
+
  private:
   int groups_ = 0;  // merged outer axes
   int64_t sizes_[kMaxRank] = {};
@@ -52,10 +79,11 @@ void for_each_broadcast_run(const Shape& full, const Shape& kept, int64_t grain,
   const int64_t run = walk.run(), step = walk.kept_step();
   if (run == 0) return;
   parallel_for(walk.rows() * run, grain, [&](int64_t begin, int64_t end) {
-    int64_t row = begin / run, col = begin % run;
-    for (int64_t pos = begin; pos < end; ++row, col = 0) {
+    int64_t col = begin % run;
+    BroadcastWalk::Cursor cursor(walk, begin / run);
+    for (int64_t pos = begin; pos < end; cursor.next(), col = 0) {
       const int64_t len = std::min(run - col, end - pos);
-      fn(pos, walk.kept_offset(row) + col * step, len, step);
+      fn(pos, cursor.offset() + col * step, len, step);
       pos += len;
     }
   });

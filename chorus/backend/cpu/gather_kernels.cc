@@ -1,11 +1,14 @@
 #include "chorus/backend/cpu/gather_kernels.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <type_traits>
 #include <vector>
 
+#include "chorus/backend/cpu/gather_kernels_isa.h"
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/core/bfloat16.h"
 
@@ -23,12 +26,41 @@ void gather_elements(const void* x, int64_t axis_size, const I* idx, int64_t cou
   for (int64_t u = b; u < e; ++u) dst[u] = src[(u / count) * axis_size + idx[u % count]];
 }
 
+auto gather_fn(const GatherKernelTable& t, const int32_t*) { return t.gather_rows32_i32; }
+auto gather_fn(const GatherKernelTable& t, const int64_t*) { return t.gather_rows32_i64; }
+auto scatter_fn(const GatherKernelTable& t, const int32_t*) { return t.scatter_add_rows_i32; }
+auto scatter_fn(const GatherKernelTable& t, const int64_t*) { return t.scatter_add_rows_i64; }
+
 }  // namespace
+
+const GatherKernelTable& gather_kernel_table(Isa isa) {
+  assert(static_cast<int>(isa) <= static_cast<int>(best_isa()));
+  switch (isa) {
+    case Isa::kAvx512: return gather_table_avx512();
+    case Isa::kAvx2: return gather_table_avx2();
+    case Isa::kBaseline: break;
+  }
+  return gather_table_baseline();
+}
 
 template <class I>
 int64_t find_out_of_range(const I* idx, int64_t count, int64_t size) {
-  for (int64_t m = 0; m < count; ++m) {
-    if (idx[m] < 0 || static_cast<int64_t>(idx[m]) >= size) return m;
+  // Blocks tested without an early exit (so the test vectorises; a negative index is a
+  // huge unsigned one), then the bad block searched for its first bad position.
+  // Compared in I's own width (int32 indices stay 32-bit lanes): a size beyond I's range
+  // leaves only the negative indices out, which are exactly those >= 2^(bits - 1).
+  using U = std::make_unsigned_t<I>;
+  constexpr auto kMax = static_cast<int64_t>(std::numeric_limits<I>::max());
+  const U limit = size > kMax ? static_cast<U>(static_cast<U>(kMax) + 1) : static_cast<U>(size);
+  constexpr int64_t kBlock = 256;
+  for (int64_t b = 0; b < count; b += kBlock) {
+    const int64_t e = std::min(count, b + kBlock);
+    U bad = 0;
+    for (int64_t m = b; m < e; ++m) bad |= static_cast<U>(static_cast<U>(idx[m]) >= limit);
+    if (bad == 0) continue;
+    for (int64_t m = b; m < e; ++m) {
+      if (idx[m] < 0 || static_cast<int64_t>(idx[m]) >= size) return m;
+    }
   }
   return -1;
 }
@@ -37,6 +69,22 @@ template <class I>
 void gather_rows(const void* x, int64_t outer, int64_t axis_size, int64_t row_bytes, const I* idx, int64_t count,
                  void* out) {
   const int64_t total = outer * count;
+  if (row_bytes % 4 == 0 && row_bytes >= 16) {
+    // Rows of 4-byte words through the ISA's vector copies (an embedding lookup): the
+    // generic path below pays a division and a memcpy call per row.
+    const auto fn = gather_fn(gather_kernel_table(active_isa()), idx);
+    const int64_t n = row_bytes / 4;
+    const auto* src = static_cast<const uint32_t*>(x);
+    auto* dst = static_cast<uint32_t*>(out);
+    parallel_for(total, std::max<int64_t>(1, kGrain / row_bytes), [&](int64_t b, int64_t e) {
+      for (int64_t u = b; u < e;) {
+        const int64_t p = u / count, m = u % count, len = std::min(e - u, count - m);
+        fn(src + p * axis_size * n, idx + m, len, n, dst + u * n);
+        u += len;
+      }
+    });
+    return;
+  }
   parallel_for(total, std::max<int64_t>(1, kGrain / row_bytes), [&](int64_t b, int64_t e) {
     switch (row_bytes) {
       case 1: return gather_elements<uint8_t>(x, axis_size, idx, count, out, b, e);
@@ -61,17 +109,12 @@ void scatter_add_rows(const float* g, int64_t outer, int64_t count, int64_t row_
   // those that land in its range: no races, and updates keep their order.
   const int64_t rows = outer * axis_size;
   const int64_t work = outer * count * row_len;
+  const auto fn = scatter_fn(gather_kernel_table(active_isa()), idx);
   parallel_for(rows, work < 2 * kGrain ? rows : 1, [&](int64_t b, int64_t e) {
     for (int64_t p = b / axis_size; p < outer && p * axis_size < e; ++p) {
       const int64_t lo = std::max(b, p * axis_size) - p * axis_size;
       const int64_t hi = std::min(e, (p + 1) * axis_size) - p * axis_size;
-      for (int64_t m = 0; m < count; ++m) {
-        const int64_t i = idx[m];
-        if (i < lo || i >= hi) continue;
-        const float* src = g + (p * count + m) * row_len;
-        float* dst = dx + (p * axis_size + i) * row_len;
-        for (int64_t j = 0; j < row_len; ++j) dst[j] += src[j];
-      }
+      fn(g + p * count * row_len, idx, count, row_len, lo, hi, dx + p * axis_size * row_len);
     }
   });
 }

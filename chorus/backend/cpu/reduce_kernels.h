@@ -12,8 +12,9 @@
 namespace chorus::backend::cpu {
 
 // out[o, i] = reduce over r of x[o, r, i], for an (outer, inner) float32 `out`. bfloat16
-// is accumulated in float32. Sums are pairwise (error O(log n) ulp) and give the same
-// bits on every ISA; max/min return NaN when the range holds one.
+// is accumulated in float32. Sums are pairwise (error O(log n) ulp; with inner == 1 and
+// reduced < kShortRow, 16 lanes then a halving tree) and give the same bits on every
+// ISA; max/min return NaN when the range holds one.
 // REQUIRES: reduced >= 1; out does not overlap x.
 void reduce(ReduceKind kind, const float* x, float* out, int64_t outer, int64_t reduced, int64_t inner,
             Isa isa = active_isa());

@@ -103,7 +103,7 @@ struct Simd {
 // ---- sums: the fixed pairwise tree --------------------------------------------------
 
 // 64 interleaved lanes (lane l sums elements l, l + 64, ...), then a halving tree;
-// fewer than 64 elements are summed in order.
+// fewer than 64 elements (the last leaf of a long row) are summed in order.
 template <int B, class T>
 float sum_leaf(const T* x, int64_t n) {
   if (n < 64) {  // short rows: in order (the same code, so the same bits, on every ISA)
@@ -137,6 +137,15 @@ float sum_tree(const T* x, int64_t n) {
   const int64_t left = floor_pow2((n + kSumLeaf - 1) / kSumLeaf - 1) * kSumLeaf;
   return sum_tree<B>(x, left) + sum_tree<B>(x + left, n - left);
 }
+
+}  // namespace
+}  // namespace chorus::backend::cpu
+
+// Short-row sums and row broadcasts; they use Simd and to_float from above.
+#include "chorus/backend/cpu/reduce_kernels_rows.h"
+
+namespace chorus::backend::cpu {
+namespace {
 
 // out[j] = sum over r < rows of x[r * stride + j], in row order. REQUIRES: width <= 64.
 template <int B, class T>
@@ -262,6 +271,10 @@ void extreme_columns(const T* x, int64_t rows, int64_t stride, int64_t width, fl
 
 template <int B, class T>
 void reduce_contiguous(ReduceKind kind, const T* x, int64_t rows, int64_t n, float* out) {
+  if (kind == ReduceKind::kSum && n < kShortRow) {
+    sum_short_rows<B>(x, rows, n, out);
+    return;
+  }
   for (int64_t r = 0; r < rows; ++r) {
     const T* row = x + r * n;
     switch (kind) {
@@ -471,6 +484,7 @@ constexpr ReduceKernelTable make_reduce_table() {
       .log_softmax_grad_rows = &log_softmax_grad_rows<B>,
       .exp_shift_scale = &exp_shift_scale<B>,
       .exp_shift_scale_each = &exp_shift_scale_each<B>,
+      .broadcast_rows32 = &broadcast_rows32<B>,
   };
 }
 

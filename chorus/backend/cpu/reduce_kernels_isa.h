@@ -20,7 +20,10 @@ enum class ReduceKind { kSum, kMax, kMin };
 // tree splits a range of L leaves after the largest power of two below L, so every
 // aligned run of leaf * 2^j elements is a subtree: threads can sum such chunks on their
 // own and combine them with combine_sums() without changing a bit.
+// A whole row shorter than kShortRow is not part of that tree: it sums in 16 lanes,
+// then halves them (sum_short_row in reduce_kernels_rows.h).
 inline constexpr int64_t kSumLeaf = 2048;
+inline constexpr int64_t kShortRow = 64;
 inline constexpr int64_t kRowLeaf = 32;
 // Columns a strided kernel carries through its tree at once (one row span per leaf row).
 inline constexpr int64_t kWideColumns = 512;
@@ -47,6 +50,10 @@ struct ReduceKernelTable {
   void (*exp_shift_scale)(const float* x, float* dx, int64_t n, float shift, float scale);
   // dx[i] = exp(x[i] - shift[i]) * scale[i], or 0 where shift[i] is -inf.
   void (*exp_shift_scale_each)(const float* x, float* dx, int64_t n, const float* shift, const float* scale);
+
+  // out[r * n + j] = x[r] for r < rows, j < n: 4-byte elements copied as bits (the
+  // backward of a sum over short rows). REQUIRES: out does not overlap x.
+  void (*broadcast_rows32)(const uint32_t* x, uint32_t* out, int64_t rows, int64_t n);
 };
 
 // The table for `isa`. REQUIRES: the CPU supports isa (see isa_supported()).
