@@ -1,6 +1,7 @@
 // The address a worker's Gloo device binds (gloo_bind_address): loopback only when every
 // worker is on this host, the explicit settings first, and a clear refusal when a job
-// spans hosts but this host's name resolves to loopback.
+// spans hosts but this host's name resolves to loopback. Also Gloo's settings from the
+// environment.
 #include "chorus/distribute/worker_group.h"
 
 #include <arpa/inet.h>
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "chorus/core/error.h"
+#include "chorus/distribute/gloo_communicator.h"
 
 namespace chorus::distribute {
 namespace {
@@ -79,6 +81,20 @@ TEST(GlooBindAddressTest, AJobAcrossHostsNeverBindsLoopback) {
   } else {
     EXPECT_EQ(gloo_bind_address(two_hosts("10.1.2.3")), here);
   }
+}
+
+TEST(GlooOptionsTest, SyncModeSettingsComeFromTheEnvironment) {
+  {
+    ScopedEnv bytes("CHORUS_GLOO_SYNC_BYTES", "0");
+    ScopedEnv poll("CHORUS_GLOO_BUSY_POLL", "1");
+    const GlooOptions options = gloo_options_from_env();
+    EXPECT_EQ(options.sync_max_bytes, 0);
+    EXPECT_TRUE(options.busy_poll);
+  }
+  ScopedEnv bad("CHORUS_GLOO_SYNC_BYTES", "64k");
+  EXPECT_THAT([] { gloo_options_from_env(); },
+              ::testing::ThrowsMessage<ValueError>(
+                  HasSubstr("CHORUS_GLOO_SYNC_BYTES: expected a non-negative integer, got '64k'")));
 }
 
 }  // namespace
