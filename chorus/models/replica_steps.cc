@@ -124,10 +124,11 @@ int Model::run_replicas(const WorkerInput::Step& input, bool training,
   }
   int active = 0;
   try {
-    sync_workers(batch, input.global_rows);
-    const std::optional<int64_t> own_rows =
-        input.own_rows ? std::optional<int64_t>(batch_rows(batch, name())) : std::nullopt;
-    active = runner.run(input.global_rows, own_rows, training, [&](int replica, int64_t begin, int64_t end) {
+    const int64_t rows = batch_rows(batch, name());
+    const int64_t global_rows = input.global_rows.value_or(rows);
+    sync_workers(batch, global_rows);
+    const std::optional<int64_t> own_rows = input.global_rows ? std::optional<int64_t>(rows) : std::nullopt;
+    active = runner.run(global_rows, own_rows, training, [&](int replica, int64_t begin, int64_t end) {
       step(replica, batch.map([&](const Tensor& t) { return t.first_axis_slice(begin, end); }));
     });
   } catch (...) {
@@ -174,7 +175,7 @@ int Model::run_replicas(const WorkerInput::Step& input, bool training,
 
 Logs Model::run_train_step(const WorkerInput::Step& input) {
   if (replica_runner() == nullptr) return train_step(input.batch);
-  const bool rows = input.global_rows > 0;
+  const bool rows = input.global_rows.value_or(batch_rows(input.batch, name())) > 0;
   run_replicas(input, /*training=*/true, [&](int, const Tree& slice) {
     if (!rows || batch_rows(slice, name()) > 0) {
       train_step(slice);
@@ -192,7 +193,7 @@ Logs Model::run_train_step(const WorkerInput::Step& input) {
 
 Logs Model::run_test_step(const WorkerInput::Step& input) {
   if (replica_runner() == nullptr) return test_step(input.batch);
-  const bool rows = input.global_rows > 0;
+  const bool rows = input.global_rows.value_or(batch_rows(input.batch, name())) > 0;
   run_replicas(input, /*training=*/false, [&](int, const Tree& slice) {
     if (!rows || batch_rows(slice, name()) > 0) test_step(slice);  // a worker without rows adds nothing
   });
@@ -203,8 +204,7 @@ Tree Model::run_predict_step(const Tree& batch) {
   distribute::ReplicaRunner* runner = replica_runner();
   if (runner == nullptr) return predict_step(batch);
   std::vector<Tree> outputs(static_cast<size_t>(runner->num_replicas()));
-  const int active = run_replicas({batch, batch_rows(batch, name()), false}, /*training=*/false,
-                                  [&](int replica, const Tree& slice) {
+  const int active = run_replicas({batch, std::nullopt}, /*training=*/false, [&](int replica, const Tree& slice) {
     outputs[static_cast<size_t>(replica)] = predict_step(slice);
   });
   // Replica order is row order: concatenating the slices' outputs keeps the input order.

@@ -35,8 +35,7 @@ std::optional<WorkerInput::Step> WorkerInput::Pass::next() {
   std::optional<Tree> batch = iterator_.next();
   if (!input_->file_sharded_) {
     if (!batch) return std::nullopt;
-    const int64_t rows = batch_rows(*batch, input_->model_);
-    return Step{std::move(*batch), rows, false};
+    return Step{std::move(*batch), std::nullopt};
   }
   const int64_t rows = batch ? batch_rows(*batch, input_->model_) : 0;
   Tensor counts = Tensor::empty({2}, kFloat32);
@@ -47,7 +46,7 @@ std::optional<WorkerInput::Step> WorkerInput::Pass::next() {
   const auto global_rows = static_cast<int64_t>(counts.data<float>()[1]);
   if (batch) {
     empty_ = batch->map([](const Tensor& t) { return t.first_axis_slice(0, 0); });
-    return Step{std::move(*batch), global_rows, true};
+    return Step{std::move(*batch), global_rows};
   }
   if (empty_.flatten().empty()) {
     throw_error<ValueError>(
@@ -55,7 +54,7 @@ std::optional<WorkerInput::Step> WorkerInput::Pass::next() {
         "batch of lines (or fewer workers than files with data)",
         input_->workers_->rank(), input_->workers_->size());
   }
-  return Step{empty_, global_rows, true};
+  return Step{empty_, global_rows};
 }
 
 }  // namespace chorus::models

@@ -27,8 +27,9 @@ class WorkerInput {
   // One step's input.
   struct Step {
     Tree batch;
-    int64_t global_rows = 0;  // rows of the global batch
-    bool own_rows = false;    // `batch` is this worker's rows only (FILE), not the global batch
+    // FILE sharding: the rows of the global batch that `batch` (this worker's rows) is
+    // part of. nullopt: `batch` is the global batch itself.
+    std::optional<int64_t> global_rows;
   };
 
   // `workers`: the job, or nullptr for this process alone. `model` names errors.
