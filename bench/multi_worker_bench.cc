@@ -32,6 +32,7 @@
 #include "bench/bench_util.h"
 #include "chorus/chorus.h"
 #include "chorus/distribute/gloo_communicator.h"
+#include "chorus/distribute/gradient_reducer.h"
 #include "chorus/distribute/tcp_store.h"
 #include "examples/retrieval_tutorial.h"
 
@@ -150,16 +151,12 @@ json overlap_role(int repeats) {
     }
     return median_of(times);
   };
-  // The gradient buckets as GradientReducer plans them (1 MiB, variables in reverse):
-  // all but the last are ready before backward ends; the last (holding the first layer's
-  // kernel) only when it has, so nothing can hide it.
-  std::vector<int64_t> buckets;
+  // The gradient buckets as GradientReducer plans them: all but the last are ready
+  // before backward ends; the last (the first layer kernel's last row block) only when it
+  // has, so nothing can hide it.
   const auto weights = model->trainable_weights();
-  for (auto v = weights.rbegin(); v != weights.rend(); ++v) {
-    const int64_t n = v->value().numel();
-    if (buckets.empty() || (buckets.back() > 0 && buckets.back() + n > (int64_t{1} << 20) / 4)) buckets.push_back(0);
-    buckets.back() += n;
-  }
+  const std::vector<int64_t> buckets =
+      distribute::GradientReducer::plan_buckets(weights, distribute::gradient_bucket_bytes_from_env());
   const int64_t early = params - buckets.back();
   return {{"step_s", step},
           {"comm_s", comm_of(grads)},

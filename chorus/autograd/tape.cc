@@ -1,5 +1,6 @@
 #include "chorus/autograd/tape.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -9,7 +10,23 @@ namespace chorus::autograd {
 namespace {
 
 thread_local GradientTape* t_current_tape = nullptr;
+// The row streams offered to the backward function running on this thread, by input.
+thread_local std::span<const RowStream* const> t_row_streams;
 std::atomic<uint64_t> g_next_tape_id{1};  // ids are never reused, so stale slots never match
+
+// Offers row streams to the backward function run in its lifetime.
+class RowStreamScope {
+ public:
+  explicit RowStreamScope(std::span<const RowStream* const> streams) : saved_(t_row_streams) {
+    t_row_streams = streams;
+  }
+  ~RowStreamScope() { t_row_streams = saved_; }
+  RowStreamScope(const RowStreamScope&) = delete;
+  RowStreamScope& operator=(const RowStreamScope&) = delete;
+
+ private:
+  std::span<const RowStream* const> saved_;
+};
 
 // a + b into a new tensor (gradients may alias other tensors, so never in place).
 Tensor add_gradients(const char* op, const Tensor& a, const Tensor& b) {
@@ -34,6 +51,8 @@ Tensor add_gradients(const char* op, const Tensor& a, const Tensor& b) {
 }  // namespace
 
 GradientTape* current_tape() { return t_current_tape; }
+
+const RowStream* row_stream(size_t input) { return input < t_row_streams.size() ? t_row_streams[input] : nullptr; }
 
 GradientTape::GradientTape(bool persistent)
     : id_(g_next_tape_id.fetch_add(1, std::memory_order_relaxed)), persistent_(persistent), previous_(t_current_tape) {
@@ -83,11 +102,17 @@ void GradientTape::add_record(const char* op, std::span<const Tensor> inputs, st
 
 std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const Tensor> sources,
                                            const Tensor& output_gradient) {
-  return gradient(target, sources, GradientReadyFn(), output_gradient);
+  return gradient(target, sources, GradientStreaming{}, output_gradient);
 }
 
 std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const Tensor> sources,
                                            const GradientReadyFn& on_ready, const Tensor& output_gradient) {
+  return gradient(target, sources, GradientStreaming{.ready = on_ready}, output_gradient);
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const Tensor> sources,
+                                           const GradientStreaming& streaming, const Tensor& output_gradient) {
+  const GradientReadyFn& on_ready = streaming.ready;
   if (used_ && !persistent_) {
     throw Error("GradientTape::gradient: a non-persistent tape can compute gradients only once; "
                 "construct it with persistent=true to call gradient() again");
@@ -141,7 +166,28 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
       reached = reached || grads[slot].defined();
     }
     if (reached) {
-      std::vector<Tensor> grad_inputs = record.backward(grad_outputs);
+      // Offer row streams for the sources whose whole gradient this record produces.
+      std::vector<RowStream> streams;
+      std::vector<const RowStream*> stream_of;
+      if (on_ready && streaming.row_ends && !final_after[r].empty()) {
+        streams.reserve(final_after[r].size());
+        for (size_t i : final_after[r]) {
+          const int32_t slot = source_slots[i];
+          const auto position = std::find(record.input_slots.begin(), record.input_slots.end(), slot);
+          const std::span<const int64_t> ends = streaming.row_ends(i);
+          if (grads[slot].defined() || ends.empty() || std::count(position, record.input_slots.end(), slot) != 1) {
+            continue;
+          }
+          stream_of.resize(record.input_slots.size(), nullptr);
+          const auto input = static_cast<size_t>(position - record.input_slots.begin());
+          stream_of[input] = &streams.emplace_back(streaming, i, ends);
+        }
+      }
+      std::vector<Tensor> grad_inputs;
+      {
+        RowStreamScope scope(stream_of);
+        grad_inputs = record.backward(grad_outputs);
+      }
       for (size_t i = 0; i < record.input_slots.size() && i < grad_inputs.size(); ++i) {
         const int32_t slot = record.input_slots[i];
         if (slot < 0 || !grad_inputs[i].defined()) continue;

@@ -32,6 +32,40 @@ using BackwardFn = std::function<std::vector<Tensor>(std::span<const Tensor> gra
 // replicas start reducing those gradients early. Undefined where the source gets none.
 using GradientReadyFn = std::function<void(size_t index, const Tensor& gradient)>;
 
+// GradientReadyFn, plus (optionally) the gradient of a source in blocks of leading-axis
+// rows while one backward function computes it: the reduction of a Dense kernel's first
+// rows then overlaps computing the rest, where the whole kernel would wait for the end of
+// backward. `row_ends(index)`: where the consumer wants blocks of sources[index] to end
+// (ascending, the last equal to the leading dimension; empty: whole only).
+// `rows_ready(index, gradient, end)`: rows [0, end) of `gradient` are final.
+struct GradientStreaming {
+  GradientReadyFn ready;
+  std::function<std::span<const int64_t>(size_t index)> row_ends;
+  std::function<void(size_t index, const Tensor& gradient, int64_t end)> rows_ready;
+};
+
+// What a backward function may stream one input's gradient to (see row_stream()).
+class RowStream {
+ public:
+  RowStream(const GradientStreaming& streaming, size_t source, std::span<const int64_t> row_ends)
+      : streaming_(&streaming), source_(source), row_ends_(row_ends) {}
+  // Where blocks should end: ascending, the last equal to the gradient's leading dimension.
+  std::span<const int64_t> row_ends() const { return row_ends_; }
+  // Rows [0, end) of `gradient` are final. `gradient` must be the tensor the backward
+  // function then returns for this input, and must not change after this call.
+  void rows_ready(const Tensor& gradient, int64_t end) const { streaming_->rows_ready(source_, gradient, end); }
+
+ private:
+  const GradientStreaming* streaming_;
+  size_t source_;
+  std::span<const int64_t> row_ends_;
+};
+
+// Inside a backward function: where the gradient of its `input` may be streamed in row
+// blocks, or nullptr. Set only for an input that is a streamed source whose whole gradient
+// this record produces (its only use on the tape); a backward function may ignore it.
+const RowStream* row_stream(size_t input);
+
 class GradientTape {
  public:
   // A persistent tape keeps its records, so gradient() may be called more than once; a
@@ -54,6 +88,9 @@ class GradientTape {
   // source exactly once, in the order the backward pass finishes them).
   std::vector<Tensor> gradient(const Tensor& target, std::span<const Tensor> sources, const GradientReadyFn& on_ready,
                                const Tensor& output_gradient = Tensor());
+  // The same, also offering sources' gradients in row blocks (GradientStreaming).
+  std::vector<Tensor> gradient(const Tensor& target, std::span<const Tensor> sources,
+                               const GradientStreaming& streaming, const Tensor& output_gradient = Tensor());
   std::vector<Tensor> gradient(const Tensor& target, std::initializer_list<Tensor> sources,
                                const Tensor& output_gradient = Tensor()) {
     return gradient(target, std::span<const Tensor>(sources.begin(), sources.size()), output_gradient);

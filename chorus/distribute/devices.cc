@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "chorus/core/env.h"
 #include "chorus/core/error.h"
 
 namespace chorus::distribute {
@@ -38,15 +39,9 @@ int count_physical_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// $name as a count of 1 to 4096, or 0 when it is unset.
 int positive_env(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return 0;
-  char* end = nullptr;
-  const long n = std::strtol(value, &end, 10);
-  if (*end != '\0' || n < 1 || n > 4096) {
-    throw_error<ValueError>("{}: expected a positive integer, got \"{}\"", name, value);
-  }
-  return static_cast<int>(n);
+  return static_cast<int>(env_integer(name, "an integer from 1 to 4096", 1, 4096).value_or(0));
 }
 
 int cpu_device_count() {

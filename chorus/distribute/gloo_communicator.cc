@@ -19,6 +19,7 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "chorus/core/env.h"
 #include "chorus/distribute/tcp_store.h"
 
 namespace chorus::distribute {
@@ -56,15 +57,6 @@ const gloo::ReductionFunction<float>* reduction(ReduceOp op) {
   return gloo::ReductionFunction<float>::sum;
 }
 
-int64_t env_int(const char* name, int64_t fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  const long long value = std::strtoll(text, &end, 10);
-  if (*end != '\0' || value < 0) throw_error<ValueError>("{}: expected a non-negative integer, got '{}'", name, text);
-  return value;
-}
-
 // Whether `store` holds `key` now: TcpStore asks; other stores (Gloo's FileStore) only
 // offer a wait, given a millisecond.
 bool has_key(gloo::rendezvous::Store& store, const std::string& key) {
@@ -86,8 +78,10 @@ std::string this_hostname() {
 }  // namespace
 
 GlooOptions gloo_options_from_env(GlooOptions options) {
-  options.sync_max_bytes = env_int("CHORUS_GLOO_SYNC_BYTES", options.sync_max_bytes);
-  options.busy_poll = env_int("CHORUS_GLOO_BUSY_POLL", options.busy_poll ? 1 : 0) != 0;
+  options.sync_max_bytes =
+      env_integer("CHORUS_GLOO_SYNC_BYTES", "a non-negative integer", 0).value_or(options.sync_max_bytes);
+  options.busy_poll =
+      env_integer("CHORUS_GLOO_BUSY_POLL", "a non-negative integer", 0).value_or(options.busy_poll) != 0;
   return options;
 }
 

@@ -36,6 +36,8 @@
 #include <thread>
 #include <vector>
 
+#include "chorus/core/env.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -495,14 +497,7 @@ class LocalCommunicator final : public Communicator {
 }  // namespace
 
 Seconds collective_timeout_from_env() {
-  const char* text = std::getenv("CHORUS_COLLECTIVE_TIMEOUT");
-  if (text == nullptr || *text == '\0') return Seconds(300);
-  char* end = nullptr;
-  const double seconds = std::strtod(text, &end);
-  if (*end != '\0' || !(seconds > 0)) {
-    throw_error<ValueError>("CHORUS_COLLECTIVE_TIMEOUT: expected a positive number of seconds, got '{}'", text);
-  }
-  return Seconds(seconds);
+  return Seconds(env_positive_number("CHORUS_COLLECTIVE_TIMEOUT", "a positive number of seconds").value_or(300));
 }
 
 std::vector<std::unique_ptr<Communicator>> make_local_communicators(int size, Seconds timeout) {

@@ -37,9 +37,10 @@ class ReplicaContext {
 
   // The tape hook for the gradients of `variables` (the model's trainable weights): each
   // gradient is scaled by local_rows / global_rows (the loss is the mean over the global
-  // batch) and all-reduced in buckets while the backward pass is still running. Pass it
-  // to GradientTape::gradient, then give the gradients to Optimizer::apply_gradients.
-  virtual autograd::GradientReadyFn stream_gradients(std::span<const autograd::Variable> variables) = 0;
+  // batch) and all-reduced in buckets while the backward pass is still running (a large
+  // kernel's in row blocks as its matmul writes them). Pass it to GradientTape::gradient,
+  // then give the gradients to Optimizer::apply_gradients.
+  virtual autograd::GradientStreaming stream_gradients(std::span<const autograd::Variable> variables) = 0;
 
   // Optimizer::apply_gradients inside a replica: reduces `grads` across replicas (those
   // that were streamed are ready or in flight), then runs `update` with the reduced

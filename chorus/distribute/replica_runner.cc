@@ -41,9 +41,9 @@ class ReplicaRunner::Context final : public ReplicaContext {
     return (uint64_t{1} << 63) | (step_ << 16) | (calls_[owner]++ & 0xffff);
   }
 
-  autograd::GradientReadyFn stream_gradients(std::span<const autograd::Variable> variables) override {
+  autograd::GradientStreaming stream_gradients(std::span<const autograd::Variable> variables) override {
     begin(variables);
-    return [this](size_t index, const Tensor& gradient) { reducer_.ready(replica_id(), index, gradient); };
+    return reducer_.streaming(replica_id());
   }
 
   void apply_gradients(std::span<const Tensor> grads, std::span<const autograd::Variable> variables,
@@ -87,7 +87,9 @@ class ReplicaRunner::Context final : public ReplicaContext {
 };
 
 ReplicaRunner::ReplicaRunner(std::shared_ptr<ReplicaPool> pool, std::shared_ptr<WorkerGroup> workers)
-    : pool_(std::move(pool)), workers_(std::move(workers)), reducer_(pool_->size()) {
+    : pool_(std::move(pool)),
+      workers_(std::move(workers)),
+      reducer_(pool_->size(), gradient_bucket_bytes_from_env()) {
   const int replicas = pool_->size() * num_workers();
   for (int r = 0; r < pool_->size(); ++r) contexts_.push_back(std::make_unique<Context>(r, replicas, reducer_));
 }

@@ -5,6 +5,7 @@
 #include "chorus/ops/matmul.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "chorus/autograd/tape.h"
@@ -141,6 +142,35 @@ backend::cpu::MatmulProblem make_problem(const Layout& l, DType dtype) {
   return p;
 }
 
+// dB = A^T @ G for a (M, K) @ (K, N) product, computed in the row blocks `stream` asks
+// for; each block is handed over as soon as it is written, so its reduction across
+// replicas overlaps computing the next. Row blocks of A^T @ G sum over the same M rows.
+Tensor streamed_kernel_gradient(const Tensor& a, const Tensor& g, const autograd::RowStream& stream) {
+  const int64_t m = a.dim(0), k = a.dim(1), n = g.dim(1);
+  Tensor db = Tensor::empty({k, n}, a.dtype());
+  const size_t element = dtype_size(a.dtype());
+  int64_t begin = 0;
+  for (const int64_t end : stream.row_ends()) {
+    if (end <= begin) continue;
+    if (m == 0) {
+      std::memset(static_cast<char*>(db.raw_data()) + begin * n * element, 0, (end - begin) * n * element);
+    } else {
+      backend::cpu::MatmulProblem p;
+      p.dtype = a.dtype();
+      p.a_dims = {end - begin, m};  // rows [begin, end) of A^T: columns of A
+      p.a_strides = {1, k};
+      p.b_dims = {m, n};
+      p.b_strides = {n, 1};
+      p.c_dims = {end - begin, n};
+      backend::cpu::matmul(p, static_cast<const char*>(a.raw_data()) + begin * element, g.raw_data(),
+                           static_cast<char*>(db.raw_data()) + begin * n * element);
+    }
+    stream.rows_ready(db, end);
+    begin = end;
+  }
+  return db;
+}
+
 // The gradients of one matmul: dA = G @ op(B)^T and dB = op(A)^T @ G, each written
 // with transpose flags so that it comes out in its operand's stored layout, then summed
 // over broadcast batch axes and reshaped back to the operand's (possibly 1-D) shape.
@@ -152,17 +182,21 @@ autograd::BackwardFn make_backward(const Tensor& a, const Tensor& b, const Layou
           g_shape = l.promoted_out](std::span<const Tensor> g) {
     const Tensor a2 = a.view(pa), b2 = b.view(pb), g2 = g[0].view(g_shape);
     std::vector<Tensor> grads(2);
+    // A Dense kernel's gradient goes first, in the row blocks its consumer asked for.
+    const autograd::RowStream* stream = need_b ? autograd::row_stream(1) : nullptr;
+    if (stream != nullptr && a.rank() == 2 && b.rank() == 2 && !ta && !tb && stream->row_ends().back() == b.dim(0)) {
+      grads[1] = streamed_kernel_gradient(a, g[0], *stream);
+    } else if (need_b) {
+      // b stored (.., N, K) when tb: dB = G^T @ op(A); else (.., K, N): dB = op(A)^T @ G.
+      Tensor db = tb ? matmul(g2, a2, {.transpose_a = true, .transpose_b = ta})
+                     : matmul(a2, g2, {.transpose_a = !ta, .transpose_b = false});
+      grads[1] = sum_to(db, pb).view(b.shape());
+    }
     if (need_a) {
       // a stored (.., K, M) when ta: dA = op(B) @ G^T; else (.., M, K): dA = G @ op(B)^T.
       Tensor da = ta ? matmul(b2, g2, {.transpose_a = tb, .transpose_b = true})
                      : matmul(g2, b2, {.transpose_a = false, .transpose_b = !tb});
       grads[0] = sum_to(da, pa).view(a.shape());
-    }
-    if (need_b) {
-      // b stored (.., N, K) when tb: dB = G^T @ op(A); else (.., K, N): dB = op(A)^T @ G.
-      Tensor db = tb ? matmul(g2, a2, {.transpose_a = true, .transpose_b = ta})
-                     : matmul(a2, g2, {.transpose_a = !ta, .transpose_b = false});
-      grads[1] = sum_to(db, pb).view(b.shape());
     }
     return grads;
   };

@@ -202,5 +202,61 @@ TEST(GradientTapeStreaming, ReportsEachSourceOnceWithItsFinalGradient) {
   EXPECT_TRUE(reported[2].second.same(grads[0]));
 }
 
+
+// A kernel used once: the matmul backward hands its gradient over in the row blocks the
+// consumer asked for, each final when handed over, with the values of the whole product.
+TEST(GradientTapeStreaming, AKernelUsedOnceStreamsInTheRowBlocksAskedFor) {
+  Variable w("w", random_tensor({7, 3}, 5));
+  const Tensor x = random_tensor({5, 7}, 6);
+  Tensor expected;
+  {
+    GradientTape tape;
+    expected = tape.gradient(ops::sum(ops::square(ops::matmul(x, w.value()))), {w.value()})[0];
+  }
+  const std::vector<int64_t> ends = {2, 5, 7};
+  std::vector<int64_t> reported_ends;
+  std::vector<float> streamed(21, 0.0f);
+  GradientStreaming streaming{
+      .ready = [](size_t, const Tensor&) {},
+      .row_ends = [&](size_t) { return std::span<const int64_t>(ends); },
+      .rows_ready =
+          [&](size_t index, const Tensor& g, int64_t end) {
+            EXPECT_EQ(index, 0u);
+            const int64_t begin = reported_ends.empty() ? 0 : reported_ends.back();
+            for (int64_t i = begin * 3; i < end * 3; ++i) streamed[static_cast<size_t>(i)] = g.data<float>()[i];
+            reported_ends.push_back(end);
+          }};
+  GradientTape tape;
+  Tensor loss = ops::sum(ops::square(ops::matmul(x, w.value())));
+  std::vector<Tensor> sources{w.value()};
+  const Tensor grad = tape.gradient(loss, sources, streaming)[0];
+  EXPECT_EQ(reported_ends, ends);
+  EXPECT_TRUE(tensors_near(from_values(streamed, Shape{7, 3}), expected, 0, 1e-6));
+  EXPECT_TRUE(tensors_near(grad, expected, 0, 1e-6));
+}
+
+// No stream where the record does not produce the whole gradient (a kernel used twice),
+// and an empty batch streams zeros.
+TEST(GradientTapeStreaming, OnlyAWholeGradientIsStreamed) {
+  Variable w("w", random_tensor({3, 3}, 7));
+  const std::vector<int64_t> ends = {1, 3};
+  int streamed = 0;
+  GradientStreaming streaming{.ready = [](size_t, const Tensor&) {},
+                              .row_ends = [&](size_t) { return std::span<const int64_t>(ends); },
+                              .rows_ready = [&](size_t, const Tensor&, int64_t) { ++streamed; }};
+  std::vector<Tensor> sources{w.value()};
+  {
+    GradientTape tape;
+    Tensor loss = ops::sum(ops::matmul(ops::matmul(random_tensor({2, 3}, 8), w.value()), w.value()));
+    tape.gradient(loss, sources, streaming);
+  }
+  EXPECT_EQ(streamed, 0);
+  GradientTape tape;
+  Tensor loss = ops::sum(ops::matmul(Tensor::empty({0, 3}, kFloat32), w.value()));
+  const Tensor grad = tape.gradient(loss, sources, streaming)[0];
+  EXPECT_EQ(streamed, 2);
+  EXPECT_EQ(grad.to_vector<float>(), std::vector<float>(9, 0.0f));
+}
+
 }  // namespace
 }  // namespace chorus::autograd

@@ -378,6 +378,17 @@ TEST_F(MultiWorkerTest, TwoWorkersOfTwoReplicasEachMatchOneProcess) {
   expect_matches(reference, 2);
 }
 
+TEST_F(MultiWorkerTest, KernelRowBlocksStreamedFromBackwardMatchOneProcess) {
+  // 64-byte buckets cut both kernels (4x8 and 8x3) into row blocks that their matmul
+  // backward hands over one by one, reduced locally and then across workers.
+  const json reference = run_scenario("mlp", false);
+  ::setenv("CHORUS_GRADIENT_BUCKET_BYTES", "64", 1);
+  const std::vector<int> codes = run_job("mlp", 2, /*devices=*/2);
+  ::unsetenv("CHORUS_GRADIENT_BUCKET_BYTES");
+  EXPECT_EQ(codes, std::vector<int>(2, 0));
+  expect_matches(reference, 2);
+}
+
 TEST_F(MultiWorkerTest, TwoTowerOnTwoAndThreeWorkersMatchesOneProcess) {
   const json reference = run_scenario("two_tower", false);
   for (int world : {2, 3}) {
