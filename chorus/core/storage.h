@@ -38,7 +38,10 @@ class Storage {
 
 // Bytes the host allocator keeps in its cache of freed large blocks (for tests and tuning).
 size_t cached_host_bytes();
-// Returns every cached block to the system.
+// Bytes the calling thread's cache of freed mid-size blocks (1 KiB to 1 MiB) keeps.
+size_t thread_cached_host_bytes();
+// Returns every cached block to the system: the large ones and the calling thread's
+// mid-size ones (1 KiB to 1 MiB; other threads keep theirs until they exit).
 void release_cached_host_memory();
 
 }  // namespace chorus

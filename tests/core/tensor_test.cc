@@ -107,6 +107,35 @@ TEST(TensorTest, LargeBlocksAreReusedFromTheCache) {
   EXPECT_EQ(cached_host_bytes(), 0u);
 }
 
+TEST(TensorTest, MidSizeBlocksAreKeptByTheFreeingThreadBySize) {
+  release_cached_host_memory();
+  const void* first;
+  {
+    Tensor block = Tensor::empty({32000});  // 128,000 bytes
+    first = block.raw_data();
+    Tensor small = Tensor::empty({200});  // 800 bytes: below the cache
+  }
+  EXPECT_EQ(thread_cached_host_bytes(), 128000u);
+  EXPECT_EQ(Tensor::empty({16000}).raw_data() == first, false);  // another size
+  Tensor again = Tensor::empty({32000});
+  EXPECT_EQ(again.raw_data(), first);
+  EXPECT_EQ(thread_cached_host_bytes(), 64000u);  // the other size's block, freed above
+  // Freed on another thread: that thread keeps it (and frees it when it exits).
+  std::thread([t = std::move(again)]() mutable {
+    t = Tensor();
+    EXPECT_EQ(thread_cached_host_bytes(), 128000u);
+  }).join();
+  EXPECT_EQ(thread_cached_host_bytes(), 64000u);
+  // At most 16 blocks of one size.
+  {
+    std::vector<Tensor> many;
+    for (int i = 0; i < 20; ++i) many.push_back(Tensor::empty({2048}));  // 8 KiB each
+  }
+  EXPECT_EQ(thread_cached_host_bytes(), 64000u + 16 * 8192u);
+  release_cached_host_memory();
+  EXPECT_EQ(thread_cached_host_bytes(), 0u);
+}
+
 TEST(TensorTest, StorageOutlivesTheTensorThatMadeItOnAnotherThread) {
   Tensor shared = arange(1000);
   Tensor slice = shared.first_axis_slice(500, 1000);
