@@ -4,13 +4,14 @@
 // blocks, each a bucket of its own, which the tape streams as the kernel's matmul
 // backward writes them (autograd::GradientStreaming). Each replica scales its gradients by
 // its share of the global batch while packing, and a bucket's all-reduce starts as soon as
-// it is complete, overlapping the rest of the backward pass. Across workers the reduction is hierarchical:
-// the local replicas reduce a bucket in-process, then replica 0 all-reduces it with the
-// other workers (one Gloo all-reduce per bucket, on the communicator's background thread,
-// still overlapping backward; the last bucket, ready only when backward ends, is
-// all-reduced by finish() on the calling thread). Only replica 0 needs the global sum: it
-// runs the update of the variables that all local mirrors share. Each replica thread
-// touches only its own buffers; the plan is made once, by whichever replica comes first.
+// it is complete, overlapping the rest of the backward pass. Across workers the reduction
+// is hierarchical: the local replicas reduce a bucket in-process, then replica 0
+// all-reduces it with the other workers (one Gloo all-reduce per bucket, on the
+// communicator's background thread, still overlapping backward; the last bucket, ready
+// only when backward ends, is all-reduced by finish() on the calling thread). Only
+// replica 0 needs the global sum: it runs the update of the variables that all local
+// mirrors share. Each replica thread touches only its own buffers; the plan is made once,
+// by whichever replica comes first.
 #pragma once
 
 #include <cstdint>
