@@ -35,6 +35,8 @@ class CSVLogger : public models::Callback {
   // Throws IOError naming the file when a row cannot be written.
   void on_epoch_end(int epoch, const models::Logs& logs) override;
   void on_train_end(const models::Logs& logs) override;
+  bool implements_train_batch_hooks() const override { return false; }
+  bool implements_test_batch_hooks() const override { return false; }
 
  private:
   void write_row(const std::vector<std::string>& cells);

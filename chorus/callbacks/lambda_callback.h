@@ -55,6 +55,12 @@ class LambdaCallback : public models::Callback {
   void on_test_batch_end(int64_t batch, const models::Logs& logs) override {
     call(fns_.on_test_batch_end, batch, logs);
   }
+  bool implements_train_batch_hooks() const override {
+    return static_cast<bool>(fns_.on_train_batch_begin) || static_cast<bool>(fns_.on_train_batch_end);
+  }
+  bool implements_test_batch_hooks() const override {
+    return static_cast<bool>(fns_.on_test_batch_begin) || static_cast<bool>(fns_.on_test_batch_end);
+  }
   void on_predict_begin(const models::Logs& logs) override { call(fns_.on_predict_begin, logs); }
   void on_predict_end(const models::Logs& logs) override { call(fns_.on_predict_end, logs); }
   void on_predict_batch_begin(int64_t batch, const models::Logs& logs) override {

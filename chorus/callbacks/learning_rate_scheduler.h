@@ -25,6 +25,8 @@ class LearningRateScheduler : public models::Callback {
   // Calls the schedule and Optimizer::set_learning_rate, which throws ValueError when
   // the optimizer's rate is a LearningRateSchedule.
   void on_epoch_begin(int epoch, const models::Logs& logs) override;
+  bool implements_train_batch_hooks() const override { return false; }
+  bool implements_test_batch_hooks() const override { return false; }
 
  private:
   Schedule schedule_;

@@ -23,6 +23,10 @@ class MonitorCallback : public models::Callback {
   bool minimizing() const { return minimizing_; }
   // The best value seen (or the baseline given), if any.
   std::optional<double> best() const { return best_; }
+  // EarlyStopping and ReduceLROnPlateau act at epoch ends; ModelCheckpoint says otherwise
+  // when it saves every N batches.
+  bool implements_train_batch_hooks() const override { return false; }
+  bool implements_test_batch_hooks() const override { return false; }
 
  protected:
   // `class_name` ("EarlyStopping") names the callback in messages. Throws ValueError for

@@ -47,6 +47,13 @@ class Callback {
   virtual void on_predict_batch_begin(int64_t /*batch*/, const Logs& /*logs*/) {}
   virtual void on_predict_batch_end(int64_t /*batch*/, const Logs& /*logs*/) {}
 
+  // Whether this callback does anything in the training (test) batch hooks, as Keras's
+  // _implements_train_batch_hooks. When no callback of a multi-worker fit does, the
+  // workers merge their metrics once an epoch instead of after every step, and the batch
+  // hooks get empty logs. A callback that cannot tell says true (the default).
+  virtual bool implements_train_batch_hooks() const { return true; }
+  virtual bool implements_test_batch_hooks() const { return true; }
+
  private:
   Model* model_ = nullptr;
   CallbackParams params_;

@@ -20,6 +20,13 @@ class CallbackList {
   void each(Fn&& hook) {
     for (const auto& c : callbacks_) hook(*c);
   }
+  // Whether any callback answers true: list.any(&Callback::implements_train_batch_hooks).
+  bool any(bool (Callback::*query)() const) const {
+    for (const auto& c : callbacks_) {
+      if (((*c).*query)()) return true;
+    }
+    return false;
+  }
 
  private:
   Model* model_;

@@ -18,6 +18,8 @@ class History : public Callback {
 
   void on_train_begin(const Logs& logs) override;
   void on_epoch_end(int epoch_index, const Logs& logs) override;
+  bool implements_train_batch_hooks() const override { return false; }
+  bool implements_test_batch_hooks() const override { return false; }
 };
 
 }  // namespace chorus::models

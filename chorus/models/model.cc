@@ -1,5 +1,6 @@
 #include "chorus/models/model.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "chorus/core/error.h"
@@ -80,6 +81,8 @@ Logs Model::get_metrics_result() const {
 
 void Model::reset_metrics() {
   for (metrics::Metric* m : metrics()) m->reset_state();
+  std::fill(unmerged_worker_states_.begin(), unmerged_worker_states_.end(), 0.0);
+  worker_states_pending_ = false;
 }
 
 nlohmann::json Model::get_config() const {

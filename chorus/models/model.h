@@ -169,14 +169,29 @@ class Model : public layers::Layer {
  private:
   Logs run_evaluation(const data::Dataset& data, int64_t steps, CallbackList& callbacks);
   void save_files(const std::filesystem::path& path) const;
-  // One step on the calling thread, or split over the replicas of distribution_.
-  Logs run_train_step(const WorkerInput::Step& input);
-  Logs run_test_step(const WorkerInput::Step& input);
+  // One step on the calling thread, or split over the replicas of distribution_. In a
+  // multi-worker job, `merge_workers` false leaves this step's metrics with this worker
+  // (merge_worker_metrics() adds them later) and returns empty logs.
+  Logs run_train_step(const WorkerInput::Step& input, bool merge_workers);
+  Logs run_test_step(const WorkerInput::Step& input, bool merge_workers);
   Tree run_predict_step(const Tree& batch);
-  // Runs step(batch slice) on every replica that gets rows, then merges the replicas'
-  // (and the workers') metrics into the model's. Returns the number of replicas that ran.
-  int run_replicas(const WorkerInput::Step& input, bool training,
+  // What run_replicas does with the replicas' metrics after a step.
+  enum class StepMetrics {
+    kNone,        // nothing: predict updates no metrics
+    kThisWorker,  // merged into the model's; in a multi-worker job into this worker's unmerged states
+    kAllWorkers,  // the same, then every worker's merged into the model's
+  };
+  // Runs step(batch slice) on every replica that gets rows, then handles the metrics as
+  // `metrics` says. Returns the number of replicas that ran.
+  int run_replicas(const WorkerInput::Step& input, bool training, StepMetrics metrics,
                    const std::function<void(int replica, const Tree& slice)>& step);
+  // Multi-worker: whether the steps should merge the workers' metrics after every step —
+  // true when any worker asks (`here`), so that every worker merges at the same steps.
+  // One process: always true (its merge costs nothing).
+  bool merge_every_step(bool here);
+  // Multi-worker: merges every worker's unmerged metric states into the model's, in rank
+  // order. Every worker calls it at the same points (epoch and evaluation ends).
+  void merge_worker_metrics();
   distribute::ReplicaRunner* replica_runner();
   // The multi-worker job the steps run in, or nullptr.
   distribute::WorkerGroup* step_workers();
@@ -196,6 +211,10 @@ class Model : public layers::Layer {
   bool workers_synced_ = false;
   // Per replica: copies of metrics() that its steps update.
   std::vector<std::vector<std::unique_ptr<metrics::Metric>>> replica_metrics_;
+  // Multi-worker: this worker's metric states (metrics() laid end to end) from the steps
+  // not yet merged with the other workers'.
+  std::vector<double> unmerged_worker_states_;
+  bool worker_states_pending_ = false;
 };
 
 // Rebuilds a model saved by Model::save (functional and Sequential models; a subclassed

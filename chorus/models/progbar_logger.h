@@ -98,6 +98,13 @@ class ProgbarLogger : public Callback {
   void on_predict_begin(const Logs& logs) override;
   void on_predict_batch_end(int64_t batch, const Logs& logs) override;
   void on_predict_end(const Logs& logs) override;
+  // Only a redrawn bar (verbose 1 on a terminal) shows the running metrics after each
+  // batch (of evaluate's, not of the validation inside fit); otherwise it writes the
+  // epoch's final line alone.
+  bool implements_train_batch_hooks() const override { return params().verbose == 1 && interactive_; }
+  bool implements_test_batch_hooks() const override {
+    return params().verbose == 1 && interactive_ && !called_in_fit_;
+  }
 
  private:
   void read_params();

@@ -110,7 +110,7 @@ void Model::sync_workers(const Tree& batch, int64_t global_rows) {
   workers_synced_ = true;
 }
 
-int Model::run_replicas(const WorkerInput::Step& input, bool training,
+int Model::run_replicas(const WorkerInput::Step& input, bool training, StepMetrics step_metrics,
                         const std::function<void(int replica, const Tree& slice)>& step) {
   const Tree& batch = input.batch;
   distribute::ReplicaRunner& runner = *replica_runner();
@@ -137,6 +137,7 @@ int Model::run_replicas(const WorkerInput::Step& input, bool training,
     }
     throw;
   }
+  if (step_metrics == StepMetrics::kNone) return active;
   distribute::WorkerGroup* group = runner.workers();
   if (group == nullptr) {
     for (int r = 0; r < active; ++r) {
@@ -148,17 +149,39 @@ int Model::run_replicas(const WorkerInput::Step& input, bool training,
     }
     return active;
   }
-  // This worker's share of the step, then every worker's, merged in rank order.
-  std::vector<double> mine;
+  // This worker's share of the step, added to its unmerged states; then, if asked, every
+  // worker's merged in rank order.
+  size_t states = 0;
+  for (const metrics::Metric* m : merged) states += m->state().size();
+  std::vector<double>& mine = unmerged_worker_states_;
+  if (mine.size() != states) mine.assign(states, 0.0);
+  size_t at = 0;
   for (size_t k = 0; k < merged.size(); ++k) {
-    const size_t at = mine.size();
-    mine.resize(at + merged[k]->state().size(), 0.0);
     for (int r = 0; r < active; ++r) {
       auto& copy = *replica_metrics_[static_cast<size_t>(r)][k];
       for (size_t i = 0; i < copy.state().size(); ++i) mine[at + i] += copy.state()[i];
       copy.reset_state();
     }
+    at += merged[k]->state().size();
   }
+  worker_states_pending_ = true;
+  if (step_metrics == StepMetrics::kAllWorkers) merge_worker_metrics();
+  return active;
+}
+
+bool Model::merge_every_step(bool here) {
+  distribute::WorkerGroup* group = step_workers();
+  if (group == nullptr) return true;
+  Tensor asked = full({1}, here ? 1.0 : 0.0);
+  group->communicator().all_reduce(asked);
+  return asked.item<float>() > 0;
+}
+
+void Model::merge_worker_metrics() {
+  distribute::WorkerGroup* group = step_workers();
+  if (group == nullptr || !worker_states_pending_) return;
+  const std::vector<metrics::Metric*> merged = metrics();
+  std::vector<double>& mine = unmerged_worker_states_;
   Tensor words = words_for(mine.size() * sizeof(double));
   std::memcpy(words.raw_data(), mine.data(), mine.size() * sizeof(double));
   Tensor all = Tensor::empty({words.numel() * group->size()}, kFloat32);
@@ -170,13 +193,15 @@ int Model::run_replicas(const WorkerInput::Step& input, bool training,
       state += metric->state().size();
     }
   }
-  return active;
+  std::fill(mine.begin(), mine.end(), 0.0);
+  worker_states_pending_ = false;
 }
 
-Logs Model::run_train_step(const WorkerInput::Step& input) {
+Logs Model::run_train_step(const WorkerInput::Step& input, bool merge_workers) {
   if (replica_runner() == nullptr) return train_step(input.batch);
   const bool rows = input.global_rows.value_or(batch_rows(input.batch, name())) > 0;
-  run_replicas(input, /*training=*/true, [&](int, const Tree& slice) {
+  run_replicas(input, /*training=*/true, merge_workers ? StepMetrics::kAllWorkers : StepMetrics::kThisWorker,
+               [&](int, const Tree& slice) {
     if (!rows || batch_rows(slice, name()) > 0) {
       train_step(slice);
       return;
@@ -188,23 +213,25 @@ Logs Model::run_train_step(const WorkerInput::Step& input) {
     for (const Variable& v : variables) none.push_back(zeros(v.shape(), v.dtype()));
     optimizer().apply_gradients(none, variables);
   });
-  return get_metrics_result();
+  return merge_workers || step_workers() == nullptr ? get_metrics_result() : Logs{};
 }
 
-Logs Model::run_test_step(const WorkerInput::Step& input) {
+Logs Model::run_test_step(const WorkerInput::Step& input, bool merge_workers) {
   if (replica_runner() == nullptr) return test_step(input.batch);
   const bool rows = input.global_rows.value_or(batch_rows(input.batch, name())) > 0;
-  run_replicas(input, /*training=*/false, [&](int, const Tree& slice) {
+  run_replicas(input, /*training=*/false, merge_workers ? StepMetrics::kAllWorkers : StepMetrics::kThisWorker,
+               [&](int, const Tree& slice) {
     if (!rows || batch_rows(slice, name()) > 0) test_step(slice);  // a worker without rows adds nothing
   });
-  return get_metrics_result();
+  return merge_workers || step_workers() == nullptr ? get_metrics_result() : Logs{};
 }
 
 Tree Model::run_predict_step(const Tree& batch) {
   distribute::ReplicaRunner* runner = replica_runner();
   if (runner == nullptr) return predict_step(batch);
   std::vector<Tree> outputs(static_cast<size_t>(runner->num_replicas()));
-  const int active = run_replicas({batch, std::nullopt}, /*training=*/false, [&](int replica, const Tree& slice) {
+  const int active = run_replicas({batch, std::nullopt}, /*training=*/false, StepMetrics::kNone,
+                                  [&](int replica, const Tree& slice) {
     outputs[static_cast<size_t>(replica)] = predict_step(slice);
   });
   // Replica order is row order: concatenating the slices' outputs keeps the input order.

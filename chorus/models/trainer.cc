@@ -213,6 +213,10 @@ History Model::fit(const data::Dataset& data, FitOptions options) {
   Logs logs;
   callbacks.each([&](Callback& c) { c.on_train_begin(logs); });
   const WorkerInput input(data, step_workers(), name());
+  // A multi-worker job merges the workers' metrics after each step only for callbacks
+  // that read batch logs (verbose 1 does); otherwise once an epoch, sparing a collective
+  // per step.
+  const bool batch_logs = merge_every_step(callbacks.any(&Callback::implements_train_batch_hooks));
   // With steps_per_epoch, one iterator runs on across epochs (Keras); a new one starts
   // only when the data runs out.
   std::optional<WorkerInput::Pass> iterator;
@@ -228,7 +232,7 @@ History Model::fit(const data::Dataset& data, FitOptions options) {
         break;
       }
       callbacks.each([&](Callback& c) { c.on_train_batch_begin(step, Logs{}); });
-      Logs step_logs = run_train_step(*batch);
+      Logs step_logs = run_train_step(*batch, batch_logs);
       callbacks.each([&](Callback& c) { c.on_train_batch_end(step, step_logs); });
       if (stop_training) break;
       if (step_logs.contains("loss") && !std::isfinite(step_logs.at("loss"))) {
@@ -236,7 +240,12 @@ History Model::fit(const data::Dataset& data, FitOptions options) {
                            name(), step_logs.at("loss"), epoch + 1, step);
       }
     }
+    merge_worker_metrics();
     logs = get_metrics_result();
+    if (!batch_logs && logs.contains("loss") && !std::isfinite(logs.at("loss"))) {
+      throw_error<Error>("{}: the loss became {} during epoch {}; add callbacks::TerminateOnNaN to stop at the batch",
+                         name(), logs.at("loss"), epoch + 1);
+    }
     if (options.validation_data && (epoch + 1) % options.validation_freq == 0) {
       Logs val = run_evaluation(*options.validation_data, options.validation_steps, callbacks);
       logs.merge(val, "val_");
@@ -252,14 +261,16 @@ Logs Model::run_evaluation(const data::Dataset& data, int64_t steps, CallbackLis
   Logs logs;
   callbacks.each([&](Callback& c) { c.on_test_begin(logs); });
   const WorkerInput input(data, step_workers(), name());
+  const bool batch_logs = merge_every_step(callbacks.any(&Callback::implements_test_batch_hooks));
   auto iterator = input.pass(0);
   for (int64_t step = 0; steps < 0 || step < steps; ++step) {
     std::optional<WorkerInput::Step> batch = iterator.next();
     if (!batch) break;
     callbacks.each([&](Callback& c) { c.on_test_batch_begin(step, Logs{}); });
-    logs = run_test_step(*batch);
+    logs = run_test_step(*batch, batch_logs);
     callbacks.each([&](Callback& c) { c.on_test_batch_end(step, logs); });
   }
+  merge_worker_metrics();
   logs = get_metrics_result();
   callbacks.each([&](Callback& c) { c.on_test_end(logs); });
   return logs;

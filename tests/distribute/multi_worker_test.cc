@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -146,6 +147,28 @@ json run_scenario(const std::string& scenario, bool multi_worker) {
     models::History history = model->fit(examples, {.epochs = 3, .verbose = 0});
     json out = outcome(*model, history);
     for (const auto& [key, value] : model->evaluate(examples, {.verbose = 0})) out["evaluate"][key] = value;
+    return out;
+  }
+  if (scenario == "batch_logs" || scenario == "nan") {
+    // "batch_logs": only rank 0 reads batch logs, so every worker merges metrics after
+    // each step. "nan": a NaN input row and no callback reading batch logs, so the workers
+    // merge once an epoch and all fail at the end of the first.
+    layers::set_random_seed(7);
+    auto model = testing::small_mlp(4, 8);
+    compile(*model, {.optimizer = optimizers::SGD({.learning_rate = 0.1}),
+                     .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
+    auto train = testing::separable_blobs(98, 3);
+    if (scenario == "nan") train.x.data<float>()[4 * 50] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<double> batch_losses;
+    std::vector<Shared<models::Callback>> reading;
+    if (rank == 0 && scenario == "batch_logs") {
+      reading.emplace_back(std::make_shared<callbacks::LambdaCallback>(callbacks::LambdaCallbackFunctions{
+          .on_train_batch_end = [&](int64_t, const models::Logs& logs) { batch_losses.push_back(logs["loss"]); }}));
+    }
+    models::History history = model->fit(
+        train.x, train.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .callbacks = reading, .shuffle = false});
+    json out = outcome(*model, history);
+    out["batch_losses"] = batch_losses;
     return out;
   }
   layers::set_random_seed(7);
@@ -314,6 +337,26 @@ TEST_F(MultiWorkerTest, MlpOnTwoAndThreeWorkersMatchesOneProcess) {
     EXPECT_EQ(run_job("mlp", world), std::vector<int>(static_cast<size_t>(world), 0));
     expect_matches(reference, world);
   }
+}
+
+TEST_F(MultiWorkerTest, BatchLogsReadOnOneRankAreTheGlobalBatchsOnEveryStep) {
+  // Without a callback reading them the workers merge metrics once an epoch (two_tower,
+  // file_shard); here rank 0 reads them, so both ranks must merge after every step.
+  const json reference = run_scenario("batch_logs", false);
+  EXPECT_EQ(run_job("batch_logs", 2), (std::vector<int>{0, 0}));
+  expect_matches(reference, 2);
+  ASSERT_TRUE(result(0).contains("batch_losses")) << error(0);
+  const auto want = reference["batch_losses"].get<std::vector<double>>();
+  const auto have = result(0)["batch_losses"].get<std::vector<double>>();
+  ASSERT_EQ(have.size(), 14u);  // 2 epochs of ceil(98 / 16) steps
+  ASSERT_EQ(have.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(have[i], want[i], 1e-6) << "batch " << i;
+  EXPECT_TRUE(result(1)["batch_losses"].empty());
+}
+
+TEST_F(MultiWorkerTest, ANonFiniteLossFailsEveryRankAtTheSameEpochEnd) {
+  EXPECT_EQ(run_job("nan", 2), (std::vector<int>{1, 1}));
+  for (int r = 0; r < 2; ++r) EXPECT_THAT(error(r), HasSubstr("nan during epoch 1; add callbacks::TerminateOnNaN")) << r;
 }
 
 TEST_F(MultiWorkerTest, FileShardingReadsEachWorkersFilesAndMatchesOneProcess) {
