@@ -182,8 +182,8 @@ class Model : public layers::Layer {
     kAllWorkers,  // the same, then every worker's merged into the model's
   };
   // Runs step(batch slice) on every replica that gets rows, then handles the metrics as
-  // `metrics` says. Returns the number of replicas that ran.
-  int run_replicas(const WorkerInput::Step& input, bool training, StepMetrics metrics,
+  // `step_metrics` says. Returns the number of replicas that ran.
+  int run_replicas(const WorkerInput::Step& input, bool training, StepMetrics step_metrics,
                    const std::function<void(int replica, const Tree& slice)>& step);
   // Multi-worker: whether the steps should merge the workers' metrics after every step —
   // true when any worker asks (`here`), so that every worker merges at the same steps.

@@ -1,9 +1,10 @@
 // Model's steps under a distribution (DESIGN.md §3): each global batch is split into
 // per-replica slices (views, no copies) that run train_step/test_step/predict_step
 // concurrently on the replica threads; then the replicas' metric states are merged into
-// the model's in replica order — and in a multi-worker job every worker's in rank order —
-// so what fit reports is exact and reproducible. The first step of a multi-worker job
-// checks that the workers agree on the model and copies rank 0's weights to all.
+// the model's in replica order — and in a multi-worker job every worker's in rank order,
+// after each step or, when no callback reads batch logs, once an epoch — so what fit
+// reports is exact and reproducible. The first step of a multi-worker job checks that the
+// workers agree on the model and copies rank 0's weights to all.
 #include <algorithm>
 #include <cstring>
 
@@ -200,8 +201,8 @@ void Model::merge_worker_metrics() {
 Logs Model::run_train_step(const WorkerInput::Step& input, bool merge_workers) {
   if (replica_runner() == nullptr) return train_step(input.batch);
   const bool rows = input.global_rows.value_or(batch_rows(input.batch, name())) > 0;
-  run_replicas(input, /*training=*/true, merge_workers ? StepMetrics::kAllWorkers : StepMetrics::kThisWorker,
-               [&](int, const Tree& slice) {
+  const StepMetrics step_metrics = merge_workers ? StepMetrics::kAllWorkers : StepMetrics::kThisWorker;
+  run_replicas(input, /*training=*/true, step_metrics, [&](int, const Tree& slice) {
     if (!rows || batch_rows(slice, name()) > 0) {
       train_step(slice);
       return;
@@ -219,8 +220,8 @@ Logs Model::run_train_step(const WorkerInput::Step& input, bool merge_workers) {
 Logs Model::run_test_step(const WorkerInput::Step& input, bool merge_workers) {
   if (replica_runner() == nullptr) return test_step(input.batch);
   const bool rows = input.global_rows.value_or(batch_rows(input.batch, name())) > 0;
-  run_replicas(input, /*training=*/false, merge_workers ? StepMetrics::kAllWorkers : StepMetrics::kThisWorker,
-               [&](int, const Tree& slice) {
+  const StepMetrics step_metrics = merge_workers ? StepMetrics::kAllWorkers : StepMetrics::kThisWorker;
+  run_replicas(input, /*training=*/false, step_metrics, [&](int, const Tree& slice) {
     if (!rows || batch_rows(slice, name()) > 0) test_step(slice);  // a worker without rows adds nothing
   });
   return merge_workers || step_workers() == nullptr ? get_metrics_result() : Logs{};
