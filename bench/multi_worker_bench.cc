@@ -8,7 +8,8 @@
 //               processes at once, so the cores are as busy) and the all-reduce of its
 //               gradients alone; hidden share = (compute + comm - step) / comm, and
 //               the hideable share: the all-reduce of the buckets ready before
-//               backward ends over that of all.
+//               backward ends over that of all. Each also in process CPU time, and the
+//               CPU ceiling on the hidden share: 1 - comm CPU / comm wall.
 //   retrieval   the MovieLens retrieval tutorial (50 epochs, validation every 5) on 2
 //               workers: wall and steps/s, vs PyTorch DDP (gloo, 2 processes) from
 //               --torch-json (bench/run_multi_worker measures it just before).
