@@ -14,7 +14,7 @@
 //                over both full tables densely, skipping the zero rows of a batch's
 //                gradient (what it does now), and over only the rows a batch touches
 //                (what a sparse gradient would update); one retrieval call.
-// Usage: retrieval_bench [--data DIR] [--threads N] [--repeats R] [--torch-json FILE]
+// Usage: retrieval_bench [--data DIR] [--threads N] [--devices N] [--repeats R] [--torch-json FILE]
 //                        [--case tutorial|breakdown|ops]
 // Single-threaded driver; one JSON line per measurement (bench_util.h emit).
 #include <algorithm>
@@ -24,6 +24,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -55,6 +56,7 @@ struct Args {
   int repeats = 3;
   std::vector<nlohmann::json> torch;  // the peer's final JSON line per run
   std::string only;                   // --case: run only this case (tutorial, breakdown, ops)
+  int devices = 1;                    // --devices: tutorial fits under DataParallel over N devices
 };
 
 std::string default_data_dir() {
@@ -75,6 +77,8 @@ Args parse_args(int argc, char** argv) {
       args.threads = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--repeats" && i + 1 < argc) {
       args.repeats = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--devices" && i + 1 < argc) {
+      args.devices = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--case" && i + 1 < argc) {
       args.only = argv[++i];
     } else if (a == "--torch-json" && i + 1 < argc) {
@@ -105,7 +109,13 @@ struct FitSample {
 };
 
 // One whole fit of the tutorial from fresh weights.
-FitSample run_fit(const ex::RetrievalDatasets& data, bool retrieve_in_validation) {
+FitSample run_fit(const ex::RetrievalDatasets& data, bool retrieve_in_validation, int devices) {
+  std::optional<distribution::DistributionScope> data_parallel;
+  if (devices > 1) {
+    std::vector<Device> list;
+    for (int i = 0; i < devices; ++i) list.push_back(Device::cpu(i));
+    data_parallel.emplace(distribution::DataParallel(list).scope());
+  }
   layers::set_random_seed(42);
   ex::RetrievalModel model(data.users_count + 1, data.movies_count + 1, 32, retrieve_in_validation);
   model.compile({.optimizer = optimizers::Adagrad(0.2)});
@@ -120,9 +130,9 @@ FitSample run_fit(const ex::RetrievalDatasets& data, bool retrieve_in_validation
 
 void bench_tutorial(const Args& args, const ex::RetrievalDatasets& data) {
   for (bool keras_eval : {false, true}) {
-    run_fit(data, keras_eval);  // warm-up: primitives, allocator caches
+    run_fit(data, keras_eval, args.devices);  // warm-up: primitives, allocator caches
     std::vector<FitSample> samples;
-    for (int r = 0; r < args.repeats; ++r) samples.push_back(run_fit(data, keras_eval));
+    for (int r = 0; r < args.repeats; ++r) samples.push_back(run_fit(data, keras_eval, args.devices));
     std::vector<double> wall, train, val, rates;
     for (const FitSample& s : samples) {
       wall.push_back(s.wall_s);
@@ -133,6 +143,7 @@ void bench_tutorial(const Args& args, const ex::RetrievalDatasets& data) {
     nlohmann::json record = {{"bench", "retrieval"},
                              {"case", keras_eval ? "tutorial_keras_validation" : "tutorial"},
                              {"threads", args.threads},
+                             {"devices", args.devices},
                              {"steps", 4000},
                              {"fit_wall_s", median(wall)},
                              {"train_s", median(train)},
@@ -179,6 +190,7 @@ void bench_breakdown(const Args& args, const ex::RetrievalDatasets& data) {
       const Tree& y = (*batch)[1];
       std::vector<Variable> variables;
       std::vector<Tensor> grads;
+      std::vector<autograd::IndexedSlices> sparse_grads;  // the tables' gradients, as in train_step
       Tensor loss;
       std::chrono::steady_clock::time_point t2, t3;
       {
@@ -188,10 +200,10 @@ void bench_breakdown(const Args& args, const ex::RetrievalDatasets& data) {
         t2 = Clock::now();
         variables = model.trainable_weights();
         std::vector<Tensor> sources(variables.begin(), variables.end());
-        grads = tape.gradient(loss, sources);
+        grads = tape.gradient(loss, sources, &sparse_grads);
         t3 = Clock::now();
       }
-      model.optimizer().apply_gradients(grads, variables);
+      model.optimizer().apply_gradients(grads, variables, sparse_grads);
       auto t4 = Clock::now();
       volatile float value = loss.item<float>();  // what update_metrics reads
       (void)value;
@@ -290,6 +302,15 @@ void bench_ops(const Args& args, const ex::RetrievalDatasets& data) {
                                  dense);
   });
   record["adagrad_touched_rows_us"] = time_us([&] { adagrad(touched); });
+  // What Adagrad does with the tables' sparse gradients (train_step's): group each
+  // batch's rows, then update those rows in place.
+  const autograd::IndexedSlices user_slices{.values = grad_rows, .indices = user_ids, .dense_shape = user_table.shape()};
+  const autograd::IndexedSlices movie_slices{.values = grad_rows, .indices = movie_ids, .dense_shape = movie_table.shape()};
+  optimizers::Adagrad sparse_adagrad(0.2);
+  const std::vector<Variable> tables{user_table, movie_table};
+  const std::vector<Tensor> no_dense(2);
+  const std::vector<autograd::IndexedSlices> slices{user_slices, movie_slices};
+  record["adagrad_sparse_us"] = time_us([&] { sparse_adagrad.apply_gradients(no_dense, tables, slices); });
   record["dense_elements"] = dense;
   record["touched_elements"] = touched;
   record["zero_fill_dense_grads_us"] = time_us([&] { zeros(Shape{dense}); });

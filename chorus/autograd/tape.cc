@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cstring>
 
 #include "chorus/core/creation.h"
@@ -12,20 +13,28 @@ namespace {
 thread_local GradientTape* t_current_tape = nullptr;
 // The row streams offered to the backward function running on this thread, by input.
 thread_local std::span<const RowStream* const> t_row_streams;
+// Where the backward function running on this thread may put IndexedSlices, by input.
+thread_local std::span<std::vector<IndexedSlices>* const> t_slice_sinks;
 std::atomic<uint64_t> g_next_tape_id{1};  // ids are never reused, so stale slots never match
 
-// Offers row streams to the backward function run in its lifetime.
-class RowStreamScope {
+// Offers row streams and slice sinks to the backward function run in its lifetime.
+class BackwardScope {
  public:
-  explicit RowStreamScope(std::span<const RowStream* const> streams) : saved_(t_row_streams) {
+  BackwardScope(std::span<const RowStream* const> streams, std::span<std::vector<IndexedSlices>* const> sinks)
+      : saved_streams_(t_row_streams), saved_sinks_(t_slice_sinks) {
     t_row_streams = streams;
+    t_slice_sinks = sinks;
   }
-  ~RowStreamScope() { t_row_streams = saved_; }
-  RowStreamScope(const RowStreamScope&) = delete;
-  RowStreamScope& operator=(const RowStreamScope&) = delete;
+  ~BackwardScope() {
+    t_row_streams = saved_streams_;
+    t_slice_sinks = saved_sinks_;
+  }
+  BackwardScope(const BackwardScope&) = delete;
+  BackwardScope& operator=(const BackwardScope&) = delete;
 
  private:
-  std::span<const RowStream* const> saved_;
+  std::span<const RowStream* const> saved_streams_;
+  std::span<std::vector<IndexedSlices>* const> saved_sinks_;
 };
 
 // a + b into a new tensor (gradients may alias other tensors, so never in place).
@@ -53,6 +62,13 @@ Tensor add_gradients(const char* op, const Tensor& a, const Tensor& b) {
 GradientTape* current_tape() { return t_current_tape; }
 
 const RowStream* row_stream(size_t input) { return input < t_row_streams.size() ? t_row_streams[input] : nullptr; }
+
+bool accepts_indexed_slices(size_t input) { return input < t_slice_sinks.size() && t_slice_sinks[input] != nullptr; }
+
+void add_indexed_slices(size_t input, IndexedSlices slices) {
+  assert(accepts_indexed_slices(input));
+  t_slice_sinks[input]->push_back(std::move(slices));
+}
 
 GradientTape::GradientTape(bool persistent)
     : id_(g_next_tape_id.fetch_add(1, std::memory_order_relaxed)), persistent_(persistent), previous_(t_current_tape) {
@@ -102,16 +118,28 @@ void GradientTape::add_record(const char* op, std::span<const Tensor> inputs, st
 
 std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const Tensor> sources,
                                            const Tensor& output_gradient) {
-  return gradient(target, sources, GradientStreaming{}, output_gradient);
+  return compute_gradients(target, sources, GradientStreaming{}, nullptr, output_gradient);
 }
 
 std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const Tensor> sources,
                                            const GradientReadyFn& on_ready, const Tensor& output_gradient) {
-  return gradient(target, sources, GradientStreaming{.ready = on_ready}, output_gradient);
+  return compute_gradients(target, sources, GradientStreaming{.ready = on_ready}, nullptr, output_gradient);
 }
 
 std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const Tensor> sources,
                                            const GradientStreaming& streaming, const Tensor& output_gradient) {
+  return compute_gradients(target, sources, streaming, nullptr, output_gradient);
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const Tensor> sources,
+                                           std::vector<IndexedSlices>* sparse, const Tensor& output_gradient) {
+  return compute_gradients(target, sources, GradientStreaming{}, sparse, output_gradient);
+}
+
+std::vector<Tensor> GradientTape::compute_gradients(const Tensor& target, std::span<const Tensor> sources,
+                                                    const GradientStreaming& streaming,
+                                                    std::vector<IndexedSlices>* sparse,
+                                                    const Tensor& output_gradient) {
   const GradientReadyFn& on_ready = streaming.ready;
   if (used_ && !persistent_) {
     throw Error("GradientTape::gradient: a non-persistent tape can compute gradients only once; "
@@ -134,6 +162,18 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
   std::vector<int32_t> source_slots;
   source_slots.reserve(sources.size());
   for (const Tensor& source : sources) source_slots.push_back(source.defined() ? slot_of(source) : -1);
+  // For sparse: the slices each source's slot has received, in backward order. Only
+  // leaves take slices: a record's output must pass a dense gradient on to its inputs.
+  std::vector<std::vector<IndexedSlices>> slices;
+  std::vector<bool> takes_slices;
+  if (sparse != nullptr) {
+    slices.resize(static_cast<size_t>(num_slots_));
+    takes_slices.resize(static_cast<size_t>(num_slots_), false);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      if (source_slots[i] >= 0 && sources[i].impl()->autograd.tape_id != id_) takes_slices[source_slots[i]] = true;
+    }
+    sparse->assign(sources.size(), IndexedSlices());
+  }
   // For on_ready: the sources whose gradient is final once record r has run backward,
   // i.e. whose first use (in execution order) is record r. Unused sources are final now.
   std::vector<std::vector<size_t>> final_after;
@@ -183,14 +223,32 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
           stream_of[input] = &streams.emplace_back(streaming, i, ends);
         }
       }
+      std::vector<std::vector<IndexedSlices>*> sink_of;
+      if (sparse != nullptr) {
+        for (size_t i = 0; i < record.input_slots.size(); ++i) {
+          const int32_t slot = record.input_slots[i];
+          if (slot < 0 || !takes_slices[static_cast<size_t>(slot)]) continue;
+          sink_of.resize(record.input_slots.size(), nullptr);
+          sink_of[i] = &slices[static_cast<size_t>(slot)];
+        }
+      }
       std::vector<Tensor> grad_inputs;
       {
-        RowStreamScope scope(stream_of);
+        BackwardScope scope(stream_of, sink_of);
         grad_inputs = record.backward(grad_outputs);
       }
-      for (size_t i = 0; i < record.input_slots.size() && i < grad_inputs.size(); ++i) {
+      for (size_t i = 0; i < record.input_slots.size(); ++i) {
         const int32_t slot = record.input_slots[i];
-        if (slot < 0 || !grad_inputs[i].defined()) continue;
+        if (slot < 0) continue;
+        const bool dense_in = i < grad_inputs.size() && grad_inputs[i].defined();
+        if (sparse != nullptr && !slices[static_cast<size_t>(slot)].empty() && (grads[slot].defined() || dense_in)) {
+          // Used densely too: the gradient is dense, its parts summed in backward order.
+          std::vector<IndexedSlices>& pending = slices[static_cast<size_t>(slot)];
+          const Tensor folded = IndexedSlices::concatenate(pending).to_dense();
+          pending.clear();
+          grads[slot] = grads[slot].defined() ? add_gradients(record.op, grads[slot], folded) : folded;
+        }
+        if (!dense_in) continue;
         grads[slot] = grads[slot].defined() ? add_gradients(record.op, grads[slot], grad_inputs[i]) : grad_inputs[i];
       }
     }
@@ -203,8 +261,13 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
 
   std::vector<Tensor> result;
   result.reserve(sources.size());
-  for (int32_t slot : source_slots) {
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const int32_t slot = source_slots[i];
     result.push_back(slot >= 0 && static_cast<size_t>(slot) < grads.size() ? grads[slot] : Tensor());
+    // A source whose every use gave slices (any dense use folded them in above).
+    if (sparse != nullptr && slot >= 0 && !slices[static_cast<size_t>(slot)].empty()) {
+      (*sparse)[i] = IndexedSlices::concatenate(slices[static_cast<size_t>(slot)]);
+    }
   }
   return result;
 }

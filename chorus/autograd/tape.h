@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "chorus/autograd/indexed_slices.h"
 #include "chorus/core/tensor.h"
 
 namespace chorus::autograd {
@@ -66,6 +67,14 @@ class RowStream {
 // this record produces (its only use on the tape); a backward function may ignore it.
 const RowStream* row_stream(size_t input);
 
+// Inside a backward function: whether the gradient of its `input` may be given as
+// IndexedSlices through add_indexed_slices() rather than returned dense. True only when
+// the caller of gradient() asked for sparse gradients and `input` is one of its sources.
+bool accepts_indexed_slices(size_t input);
+// Gives this record's gradient of `input` as slices; the backward function then returns
+// an undefined tensor for it. REQUIRES: accepts_indexed_slices(input).
+void add_indexed_slices(size_t input, IndexedSlices slices);
+
 class GradientTape {
  public:
   // A persistent tape keeps its records, so gradient() may be called more than once; a
@@ -91,6 +100,13 @@ class GradientTape {
   // The same, also offering sources' gradients in row blocks (GradientStreaming).
   std::vector<Tensor> gradient(const Tensor& target, std::span<const Tensor> sources,
                                const GradientStreaming& streaming, const Tensor& output_gradient = Tensor());
+  // The same, asking for sparse gradients: a source whose every use on the tape gave its
+  // gradient as IndexedSlices (a row gather: an Embedding lookup, ops::take along axis 0
+  // of a float32 table) gets them in (*sparse)[i], and an undefined tensor in the
+  // result. This spares a table-sized zero-fill and scatter-add per step. Other sources
+  // get dense gradients as above. `sparse` is resized to sources.size().
+  std::vector<Tensor> gradient(const Tensor& target, std::span<const Tensor> sources,
+                               std::vector<IndexedSlices>* sparse, const Tensor& output_gradient = Tensor());
   std::vector<Tensor> gradient(const Tensor& target, std::initializer_list<Tensor> sources,
                                const Tensor& output_gradient = Tensor()) {
     return gradient(target, std::span<const Tensor>(sources.begin(), sources.size()), output_gradient);
@@ -105,6 +121,10 @@ class GradientTape {
                   BackwardFn backward);
 
  private:
+  std::vector<Tensor> compute_gradients(const Tensor& target, std::span<const Tensor> sources,
+                                        const GradientStreaming& streaming, std::vector<IndexedSlices>* sparse,
+                                        const Tensor& output_gradient);
+
   struct Record {
     const char* op;
     std::vector<int32_t> input_slots;   // -1: untracked input

@@ -5,6 +5,7 @@
 
 #include "chorus/core/error.h"
 #include "chorus/optimizers/base_options.h"
+#include "chorus/optimizers/sparse_rows.h"
 #include "chorus/optimizers/update_kernels.h"
 
 namespace chorus::optimizers {
@@ -35,6 +36,27 @@ void Adagrad::update_step(const Tensor& grad, const Variable& variable, size_t s
   // conditions (update_kernels.h); otherwise every element takes the dense update.
   args.skip_zero_pieces = std::isfinite(args.lr) && args.lr >= 0 && args.epsilon >= FLT_MIN;
   kernels::adagrad(args, grad.numel());
+}
+
+void Adagrad::update_step_sparse(const autograd::IndexedSlices& grad, const Variable& variable, size_t slot_index,
+                                 double lr, int64_t step) {
+  const auto lr32 = static_cast<float>(lr), epsilon = static_cast<float>(epsilon_);
+  // Rows a batch did not touch keep their bits under the dense update only on the
+  // skip_zero_pieces conditions (update_kernels.h); otherwise the dense update it is. And
+  // unless the table has well over the batch's rows, the dense update's sequential passes
+  // beat grouping the rows (bench/sparse_update_bench); the bits are the same either way.
+  if (!(std::isfinite(lr32) && lr32 >= 0 && epsilon >= FLT_MIN) ||
+      variable.shape()[0] < kSparseMinRowsPerGradientRow * grad.indices.numel()) {
+    Optimizer::update_step_sparse(grad, variable, slot_index, lr, step);
+    return;
+  }
+  const SparseRows rows(grad);
+  kernels::adagrad_groups({.var = variable.value().data<float>(),
+                           .accumulator = slots(slot_index)[0].value().data<float>(),
+                           .grad = nullptr,
+                           .lr = lr32,
+                           .epsilon = epsilon},
+                          rows.groups(), 0, rows.size());
 }
 
 nlohmann::json Adagrad::get_config() const {

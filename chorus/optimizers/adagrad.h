@@ -2,7 +2,8 @@
 // of squared gradients. One accumulator slot per variable, starting at
 // initial_accumulator_value. Not thread-safe (see Optimizer). Runs of 32 elements whose
 // gradient is all +0.0 (an embedding table's rows a batch did not touch) are skipped,
-// which leaves them exactly as the dense update would (update_kernels.h, AdagradArgs).
+// which leaves them exactly as the dense update would (update_kernels.h, AdagradArgs);
+// for the same reason a sparse gradient (IndexedSlices) updates only the rows it lists.
 //
 //   model.compile({.optimizer = Adagrad(0.2)});
 #pragma once
@@ -26,6 +27,10 @@ struct AdagradOptions {
 
 class Adagrad : public Optimizer {
  public:
+  // A sparse gradient updates only its rows when the variable has at least this many
+  // rows per gradient row; a denser one takes the dense update (same bits, less time).
+  static constexpr int64_t kSparseMinRowsPerGradientRow = 2;
+
   // Throws ValueError if initial_accumulator_value < 0.
   explicit Adagrad(AdagradOptions options = {});
   // Defaults, with this learning rate: `Adagrad(0.2)`.
@@ -41,6 +46,10 @@ class Adagrad : public Optimizer {
   void build_slots(const Variable& variable) override;
   void update_step(const Tensor& grad, const Variable& variable, size_t slot_index, double lr,
                    int64_t step) override;
+  // Only the rows the slices list: exactly the dense update's bits, since the dense
+  // update leaves a row with a zero gradient as it is (see the header comment).
+  void update_step_sparse(const autograd::IndexedSlices& grad, const Variable& variable, size_t slot_index,
+                          double lr, int64_t step) override;
 
  private:
   double initial_accumulator_value_;

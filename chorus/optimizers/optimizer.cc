@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "chorus/autograd/tape.h"
+#include "chorus/backend/cpu/gather_kernels.h"
 #include "chorus/core/creation.h"
 #include "chorus/core/error.h"
 #include "chorus/distribute/replica_context.h"
@@ -32,6 +33,33 @@ Tensor scaled(const Tensor& grad, double factor) {
   Tensor out = Tensor::empty(grad.shape(), kFloat32);
   kernels::scale(grad.data<float>(), out.data<float>(), grad.numel(), static_cast<float>(factor));
   return out;
+}
+
+// Throws ValueError unless `slices` is well formed for a variable of its dense_shape, so
+// that no update can write outside the variable.
+void check_slices(const autograd::IndexedSlices& slices, const std::string& optimizer, const std::string& path) {
+  const Tensor& indices = slices.indices;
+  const Shape& dense = slices.dense_shape;
+  const bool index_ok = indices.defined() && indices.rank() == 1 && is_integer(indices.dtype()) &&
+                        (indices.dtype() == kInt32 || indices.dtype() == kInt64);
+  Shape expected{index_ok ? indices.dim(0) : 0};
+  for (int d = 1; d < dense.rank(); ++d) expected.push_back(dense[d]);
+  if (!index_ok || dense.rank() == 0 || slices.values.shape() != expected) {
+    throw_error<ValueError>(
+        "{}: the sparse gradient for '{}' is malformed: expected (n,) int32 or int64 indices and values of shape "
+        "{}, got indices {} and values {}",
+        optimizer, path, expected.to_string(), indices.defined() ? indices.shape().to_string() : "undefined",
+        slices.values.shape().to_string());
+  }
+  const int64_t bad = indices.dtype() == kInt32
+                          ? backend::cpu::find_out_of_range(indices.data<int32_t>(), indices.numel(), dense[0])
+                          : backend::cpu::find_out_of_range(indices.data<int64_t>(), indices.numel(), dense[0]);
+  if (bad >= 0) {
+    throw_error<IndexError>("{}: the sparse gradient for '{}' names row {} at position {}, outside [0, {})", optimizer,
+                            path, indices.dtype() == kInt32 ? int64_t{indices.data<int32_t>()[bad]}
+                                                            : indices.data<int64_t>()[bad],
+                            bad, dense[0]);
+  }
 }
 
 double l2_norm(const Tensor& grad) { return std::sqrt(kernels::sum_of_squares(grad.data<float>(), grad.numel())); }
@@ -117,13 +145,24 @@ std::vector<Variable> Optimizer::variables() const {
 }
 
 void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const Variable> variables) {
-  if (grads.size() != variables.size()) {
-    throw_error<ValueError>("{}: got {} gradients for {} variables", name_, grads.size(), variables.size());
+  apply_gradients(grads, variables, {});
+}
+
+void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const Variable> variables,
+                                std::span<const autograd::IndexedSlices> sparse) {
+  if (grads.size() != variables.size() || (!sparse.empty() && sparse.size() != variables.size())) {
+    throw_error<ValueError>("{}: got {} gradients for {} variables", name_,
+                            grads.size() == variables.size() ? sparse.size() : grads.size(), variables.size());
   }
+  const auto is_sparse = [&](size_t i) { return !sparse.empty() && sparse[i].defined(); };
   // Inside a data-parallel replica: reduce across replicas, then one update (tf.distribute's
-  // cross-replica apply_gradients).
+  // cross-replica apply_gradients). The reduction is dense.
   if (auto* replica = distribute::ReplicaContext::current()) {
-    replica->apply_gradients(grads, variables, [this](std::span<const Tensor> g, std::span<const Variable> v) {
+    std::vector<Tensor> dense(grads.begin(), grads.end());
+    for (size_t i = 0; i < dense.size(); ++i) {
+      if (is_sparse(i) && !dense[i].defined()) dense[i] = sparse[i].to_dense();
+    }
+    replica->apply_gradients(dense, variables, [this](std::span<const Tensor> g, std::span<const Variable> v) {
       distribute::ReplicaContextScope outside(nullptr);
       apply_gradients(g, v);
     });
@@ -134,7 +173,7 @@ void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const V
   // The variables that have a gradient, with their build index.
   std::vector<size_t> active, index;
   for (size_t i = 0; i < grads.size(); ++i) {
-    if (!grads[i].defined()) continue;
+    if (!grads[i].defined() && !is_sparse(i)) continue;
     const Variable& v = variables[i];
     size_t k = i;
     if (i >= built_variables_.size() || !built_variables_[i].value().same(v.value())) {
@@ -145,13 +184,19 @@ void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const V
       }
       k = it->second;
     }
-    if (grads[i].shape() != v.shape()) {
-      throw_error<ShapeError>("{}: the gradient for '{}' has shape {}, expected the variable's shape {}", name_,
-                              v.path(), grads[i].shape().to_string(), v.shape().to_string());
+    if (grads[i].defined() && is_sparse(i)) {
+      throw_error<ValueError>("{}: variable '{}' got both a dense and a sparse gradient", name_, v.path());
     }
-    if (grads[i].dtype() != v.dtype()) {
+    if (is_sparse(i)) check_slices(sparse[i], name_, v.path());
+    const Shape& shape = is_sparse(i) ? sparse[i].dense_shape : grads[i].shape();
+    const DType dtype = is_sparse(i) ? sparse[i].values.dtype() : grads[i].dtype();
+    if (shape != v.shape()) {
+      throw_error<ShapeError>("{}: the gradient for '{}' has shape {}, expected the variable's shape {}", name_,
+                              v.path(), shape.to_string(), v.shape().to_string());
+    }
+    if (dtype != v.dtype()) {
       throw_error<DTypeError>("{}: the gradient for '{}' has dtype {}, expected {}", name_, v.path(),
-                              dtype_name(grads[i].dtype()), dtype_name(v.dtype()));
+                              dtype_name(dtype), dtype_name(v.dtype()));
     }
     active.push_back(i);
     index.push_back(k);
@@ -159,9 +204,13 @@ void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const V
   if (active.empty()) throw_error<ValueError>("{}: no gradients provided for any variable", name_);
 
   autograd::NoGradGuard no_grad;  // nothing here may be recorded, even inside a user's tape
+  // Clipping reads whole gradients: sparse ones become dense first.
+  const bool clips = (options_.clipnorm && *options_.clipnorm > 0) ||
+                     (options_.global_clipnorm && *options_.global_clipnorm > 0) ||
+                     (options_.clipvalue && *options_.clipvalue > 0);
   std::vector<Tensor> clipped;
   clipped.reserve(active.size());
-  for (const size_t i : active) clipped.push_back(grads[i]);
+  for (const size_t i : active) clipped.push_back(is_sparse(i) && clips ? sparse[i].to_dense() : grads[i]);
   clip_gradients(clipped);
 
   const double lr = learning_rate();
@@ -174,7 +223,13 @@ void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const V
     }
   }
   const int64_t step = iterations() + 1;
-  for (size_t j = 0; j < active.size(); ++j) update_step(clipped[j], variables[active[j]], index[j], lr, step);
+  for (size_t j = 0; j < active.size(); ++j) {
+    if (clipped[j].defined()) {
+      update_step(clipped[j], variables[active[j]], index[j], lr, step);
+    } else {
+      update_step_sparse(sparse[active[j]], variables[active[j]], index[j], lr, step);
+    }
+  }
   iterations_.value().data<int64_t>()[0] = step;
 }
 

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chorus/autograd/indexed_slices.h"
 #include "chorus/autograd/variable.h"
 #include "chorus/optimizers/learning_rate.h"
 
@@ -56,6 +57,13 @@ class Optimizer {
   // (Two of clipnorm, clipvalue and global_clipnorm together are refused by the
   // constructor, as in Keras.)
   void apply_gradients(std::span<const Tensor> grads, std::span<const Variable> variables);
+  // The same, where some gradients are IndexedSlices (GradientTape's sparse gradients):
+  // where sparse[i] is defined it is variables[i]'s gradient, and grads[i] must be
+  // undefined. Adagrad updates only the rows listed, with the dense update's bits; other
+  // optimizers, and clipping, use the dense equivalent (to_dense()). Throws as above, and
+  // ValueError when both forms are given for one variable.
+  void apply_gradients(std::span<const Tensor> grads, std::span<const Variable> variables,
+                       std::span<const autograd::IndexedSlices> sparse);
 
   // The number of steps taken (Keras's `iterations`).
   int64_t iterations() const;
@@ -91,6 +99,13 @@ class Optimizer {
   // correction).
   virtual void update_step(const Tensor& grad, const Variable& variable, size_t slot_index, double lr,
                            int64_t step) = 0;
+  // The same from a sparse gradient (its shape and indices checked). By default the
+  // dense update of grad.to_dense(); an optimizer whose update leaves a row with a zero
+  // gradient as it is overrides it to touch only the rows listed (SparseRows).
+  virtual void update_step_sparse(const autograd::IndexedSlices& grad, const Variable& variable, size_t slot_index,
+                                  double lr, int64_t step) {
+    update_step(grad.to_dense(), variable, slot_index, lr, step);
+  }
   // A slot of `variable` named `slot`, filled with `initial_value`.
   Variable add_slot(const Variable& variable, const std::string& slot, double initial_value);
   // The slots of variable `slot_index`, in the order build_slots added them.

@@ -39,6 +39,18 @@ void adam(const AdamArgs& args, int64_t n) { run(args, n, table().adam); }
 void adagrad(const AdagradArgs& args, int64_t n) { run(args, n, table().adagrad); }
 void rmsprop(const RmspropArgs& args, int64_t n) { run(args, n, table().rmsprop); }
 
+void adagrad_groups(const AdagradArgs& args, const RowGroups& groups, int64_t begin, int64_t end) {
+  const auto loop = table().adagrad_groups;
+  // Kept between calls: a step's sums take the same memory every time.
+  thread_local std::vector<float> sums;
+  sums.resize(static_cast<size_t>((end - begin) * groups.width));
+  float* scratch = sums.data();
+  const int64_t grain = (kGrain + groups.width - 1) / (groups.width > 0 ? groups.width : 1);
+  parallel_for(end - begin, grain, [&](int64_t b, int64_t e) {
+    loop(args, groups, begin + b, begin + e, scratch + b * groups.width);
+  });
+}
+
 void weight_decay(float* var, int64_t n, float wd, float lr) {
   const auto loop = table().weight_decay;
   parallel_for(n, kGrain, [&](int64_t begin, int64_t end) { loop(var, begin, end, wd, lr); });

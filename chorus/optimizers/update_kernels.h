@@ -57,6 +57,20 @@ struct AdagradArgs {
   bool skip_zero_pieces = false;
 };
 
+// A sparse gradient grouped by row (SparseRows): group g is row rows[g] of the variable;
+// gradient row p (`width` floats at values + p * width) belongs to group place[p], or
+// ~place[p] (a negative number) where it is the group's first. Adding a group's rows onto +0.0 in
+// position order gives the dense gradient's row bit for bit (the order
+// IndexedSlices::to_dense() adds them in).
+struct RowGroups {
+  const int64_t* rows;
+  int64_t count;  // groups
+  const int32_t* place;
+  const float* values;
+  int64_t positions;  // gradient rows
+  int64_t width;      // floats per row
+};
+
 // RMSprop: vel = rho * vel + (1 - rho) * g^2; centered: avg = rho * avg + (1 - rho) * g
 // and the denominator is vel - avg^2 + epsilon, else vel + epsilon; inc = lr * g /
 // sqrt(denominator); with momentum mom = momentum * mom + inc and var -= mom, else
@@ -79,6 +93,10 @@ void sgd(const SgdArgs& args, int64_t n);
 void adam(const AdamArgs& args, int64_t n);
 void adagrad(const AdagradArgs& args, int64_t n);
 void rmsprop(const RmspropArgs& args, int64_t n);
+// Adagrad on groups [begin, end) of a sparse gradient: each group's row of var and
+// accumulator takes the dense update from its summed gradient (args.grad is unused).
+// Groups name distinct rows, so disjoint ranges may run on different threads.
+void adagrad_groups(const AdagradArgs& args, const RowGroups& groups, int64_t begin, int64_t end);
 
 // Keras's decoupled weight decay: var = var - var * wd * lr, in place.
 void weight_decay(float* var, int64_t n, float wd, float lr);
@@ -95,6 +113,8 @@ struct UpdateTable {
   void (*sgd)(const SgdArgs& args, int64_t begin, int64_t end);
   void (*adam)(const AdamArgs& args, int64_t begin, int64_t end);
   void (*adagrad)(const AdagradArgs& args, int64_t begin, int64_t end);
+  // `sums`: scratch for (end - begin) * groups.width floats.
+  void (*adagrad_groups)(const AdagradArgs& args, const RowGroups& groups, int64_t begin, int64_t end, float* sums);
   void (*rmsprop)(const RmspropArgs& args, int64_t begin, int64_t end);
   void (*weight_decay)(float* var, int64_t begin, int64_t end, float wd, float lr);
   void (*scale)(const float* x, float* out, int64_t begin, int64_t end, float factor);

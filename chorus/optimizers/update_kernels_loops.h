@@ -173,6 +173,77 @@ void adagrad_loop(const AdagradArgs& a, int64_t begin, int64_t end) {
   }
 }
 
+// sums = the gradient of groups [begin, end), (end - begin) rows of `width` floats: the
+// gradient rows added onto +0.0 in position order, a group's first row selecting +0.0
+// over what `sums` held. One pass over the positions with no data-dependent branch
+// (walking each group's positions mispredicts its every end) and no zero-fill.
+void sum_groups(const RowGroups& groups, int64_t begin, int64_t end, float* __restrict sums) {
+  const int64_t width = groups.width;
+  for (int64_t p = 0; p < groups.positions; ++p) {
+    const int64_t placed = groups.place[p];
+    const bool first = placed < 0;
+    const int64_t g = first ? ~placed : placed;
+    if (g < begin || g >= end) continue;  // another thread's groups: the same branch throughout
+    float* __restrict sum = sums + (g - begin) * width;
+    const float* __restrict row = groups.values + p * width;
+    if (width == kAdagradPiece) {
+      for (int64_t j = 0; j < kAdagradPiece; ++j) sum[j] = (first ? 0.0f : sum[j]) + row[j];
+    } else {
+      for (int64_t j = 0; j < width; ++j) sum[j] = (first ? 0.0f : sum[j]) + row[j];
+    }
+  }
+}
+
+// The dense Adagrad update of `rows` groups of kWidth floats at once (at most kBlock
+// floats in all), their summed gradients at `sum`: each phase runs over the whole block,
+// so the rows' sqrt and division latencies overlap, as in the dense loop.
+template <int64_t kWidth>
+void adagrad_group_block(const AdagradArgs& a, const int64_t* rows_of, int64_t rows, const float* __restrict sum,
+                         float* __restrict root) {
+  for (int64_t k = 0; k < rows; ++k) {
+    float* __restrict acc = a.accumulator + rows_of[k] * kWidth;
+    const float* __restrict g = sum + k * kWidth;
+    float* __restrict r = root + k * kWidth;
+    for (int64_t j = 0; j < kWidth; ++j) {
+      const float aj = acc[j] + g[j] * g[j];
+      acc[j] = aj;
+      r[j] = aj + a.epsilon;
+    }
+  }
+  sqrt_block(root, root, rows * kWidth);
+  for (int64_t k = 0; k < rows; ++k) {
+    float* __restrict var = a.var + rows_of[k] * kWidth;
+    const float* __restrict g = sum + k * kWidth;
+    const float* __restrict r = root + k * kWidth;
+    for (int64_t j = 0; j < kWidth; ++j) var[j] -= (a.lr * g[j]) / r[j];
+  }
+}
+
+void adagrad_groups_loop(const AdagradArgs& a, const RowGroups& groups, int64_t begin, int64_t end, float* sums) {
+  alignas(64) float root[kBlock];
+  const int64_t width = groups.width;
+  sum_groups(groups, begin, end, sums);
+  if (width == kAdagradPiece) {  // a constant width: full vectors, no remainder loops
+    constexpr int64_t kRows = kBlock / kAdagradPiece;
+    for (int64_t g = begin; g < end; g += kRows) {
+      adagrad_group_block<kAdagradPiece>(a, groups.rows + g, end - g < kRows ? end - g : kRows,
+                                         sums + (g - begin) * width, root);
+    }
+    return;
+  }
+  for (int64_t g = begin; g < end; ++g) {
+    const int64_t offset = groups.rows[g] * width;
+    for (int64_t column = 0; column < width; column += kBlock) {
+      const AdagradArgs block{.var = a.var + offset + column,
+                              .accumulator = a.accumulator + offset + column,
+                              .grad = sums + (g - begin) * width + column,
+                              .lr = a.lr,
+                              .epsilon = a.epsilon};
+      adagrad_block(block, 0, block_length(column, width), root);
+    }
+  }
+}
+
 template <bool kCentered, bool kMomentum>
 void rmsprop_blocks(const RmspropArgs& a, int64_t begin, int64_t end) {
   float* __restrict var = a.var;
@@ -257,8 +328,15 @@ double sum_of_squares_loop(const float* x_in, int64_t begin, int64_t end) {
 }
 
 constexpr UpdateTable make_update_table() {
-  return UpdateTable{sgd_loop,          adam_loop, adagrad_loop, rmsprop_loop, weight_decay_loop,
-                     scale_loop,        clip_loop, sum_of_squares_loop};
+  return UpdateTable{.sgd = sgd_loop,
+                     .adam = adam_loop,
+                     .adagrad = adagrad_loop,
+                     .adagrad_groups = adagrad_groups_loop,
+                     .rmsprop = rmsprop_loop,
+                     .weight_decay = weight_decay_loop,
+                     .scale = scale_loop,
+                     .clip = clip_loop,
+                     .sum_of_squares = sum_of_squares_loop};
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -59,6 +60,52 @@ TEST(RetrievalTutorialTest, ModelLossIsTheMseOfDotProductsAndPredictionsAreTopTe
   }
   EXPECT_EQ(predictions.data<int32_t>()[0], best);
   EXPECT_TRUE(model.weights().size() == 2);  // the retrieval adds no weights
+}
+
+TEST(RetrievalTutorialTest, FitWithSparseTableGradientsMatchesDenseStepsBitForBit) {
+  // Large tables (rows >> batch): train_step keeps their gradients sparse and Adagrad
+  // updates only the rows a batch read. A hand-written loop with dense gradients must give
+  // the same bits.
+  backend::cpu::set_intra_op_threads(1);
+  constexpr int64_t kUsers = 300, kMovies = 400, kRows = 24, kBatch = 8;
+  std::vector<int32_t> user_ids, movie_ids;
+  std::vector<float> ratings;
+  for (int64_t i = 0; i < kRows; ++i) {
+    user_ids.push_back(static_cast<int32_t>((i * 37) % 11));  // repeats within a batch
+    movie_ids.push_back(static_cast<int32_t>((i * 101) % kMovies));
+    ratings.push_back(static_cast<float>(i % 5) / 4.0f);
+  }
+  const Tensor users = from_values<int32_t>(user_ids, {kRows});
+  const Tree y{{"movie_id", from_values<int32_t>(movie_ids, {kRows})}, {"rating", from_values<float>(ratings, {kRows})}};
+
+  layers::set_random_seed(9);
+  RetrievalModel fitted(kUsers, kMovies, 32);
+  fitted.compile({.optimizer = optimizers::Adagrad(0.2)});
+  fitted.fit(Tree(users), y, {.epochs = 2, .batch_size = kBatch, .verbose = 0, .shuffle = false});
+
+  layers::set_random_seed(9);
+  RetrievalModel by_hand(kUsers, kMovies, 32);
+  optimizers::Adagrad adagrad(0.2);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (int64_t b = 0; b < kRows; b += kBatch) {
+      const Tensor x = users.first_axis_slice(b, b + kBatch);
+      const Tree yb{{"movie_id", y["movie_id"].tensor().first_axis_slice(b, b + kBatch)},
+                    {"rating", y["rating"].tensor().first_axis_slice(b, b + kBatch)}};
+      autograd::GradientTape tape;
+      const Tensor loss = by_hand.compute_loss(Tree(x), yb, by_hand(Tree(x), /*training=*/true));
+      const std::vector<autograd::Variable> variables = by_hand.trainable_weights();
+      const std::vector<Tensor> sources(variables.begin(), variables.end());
+      adagrad.apply_gradients(tape.gradient(loss, sources), variables);
+    }
+  }
+  const auto a = fitted.trainable_weights(), b = by_hand.trainable_weights();
+  ASSERT_EQ(a.size(), 2u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(std::memcmp(a[i].value().raw_data(), b[i].value().raw_data(), a[i].value().nbytes()), 0) << a[i].path();
+  }
+  // Rows no batch read are untouched.
+  EXPECT_EQ(fitted.user_embedding().embeddings().value().data<float>()[kUsers * 32 - 1],
+            by_hand.user_embedding().embeddings().value().data<float>()[kUsers * 32 - 1]);
 }
 
 TEST(RetrievalTutorialTest, EvaluationWithoutRetrievalGivesKerasValidationLoss) {
