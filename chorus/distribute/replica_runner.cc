@@ -23,7 +23,8 @@ ReplicaContextScope::~ReplicaContextScope() { t_context = previous_; }
 // One replica's view of the current step.
 class ReplicaRunner::Context final : public ReplicaContext {
  public:
-  Context(int replica, int replicas, GradientReducer& reducer) : ReplicaContext(replica, replicas), reducer_(reducer) {}
+  Context(int replica, int replicas, GradientReducer& reducer, UpdateTeam& team)
+      : ReplicaContext(replica, replicas), reducer_(reducer), team_(team) {}
 
   void begin_step(uint64_t step, int64_t begin, int64_t end, int64_t rows, Communicator* communicator,
                   Communicator* workers) {
@@ -52,14 +53,19 @@ class ReplicaRunner::Context final : public ReplicaContext {
     std::vector<Tensor> reduced = reducer_.finish(replica_id(), grads, variables);
     begun_ = false;
     // Every replica has finished its backward pass (the reductions needed all of them):
-    // one replica updates the shared variables while the others wait at the barrier.
+    // replica 0 updates the shared variables, and the others lend it their threads.
+    // (Steps count from 1 for the team.)
     if (replica_id() == 0) {
       try {
+        backend::cpu::LentThreadsScope lent(&team_);
         update(reduced, variables);
-      } catch (...) {
+      } catch (...) {  // ReplicaRunner::run releases the helpers as the step ends
         communicator_->abort("the optimizer update on replica 0 failed");
         throw;
       }
+      team_.close(step_ + 1);
+    } else {
+      team_.serve(step_ + 1);
     }
     communicator_->barrier();
   }
@@ -78,6 +84,7 @@ class ReplicaRunner::Context final : public ReplicaContext {
   }
 
   GradientReducer& reducer_;
+  UpdateTeam& team_;
   Communicator* communicator_ = nullptr;
   Communicator* workers_ = nullptr;
   uint64_t step_ = 0;
@@ -89,9 +96,10 @@ class ReplicaRunner::Context final : public ReplicaContext {
 ReplicaRunner::ReplicaRunner(std::shared_ptr<ReplicaPool> pool, std::shared_ptr<WorkerGroup> workers)
     : pool_(std::move(pool)),
       workers_(std::move(workers)),
-      reducer_(pool_->size(), gradient_bucket_bytes_from_env()) {
+      reducer_(pool_->size(), gradient_bucket_bytes_from_env()),
+      team_(pool_->size()) {
   const int replicas = pool_->size() * num_workers();
-  for (int r = 0; r < pool_->size(); ++r) contexts_.push_back(std::make_unique<Context>(r, replicas, reducer_));
+  for (int r = 0; r < pool_->size(); ++r) contexts_.push_back(std::make_unique<Context>(r, replicas, reducer_, team_));
 }
 
 int ReplicaRunner::num_workers() const { return workers_ ? workers_->size() : 1; }
@@ -132,6 +140,16 @@ int ReplicaRunner::run(int64_t global_rows, std::optional<int64_t> own_rows, boo
     context.begin_step(step_index, begin, end, global_rows, &pool_->communicator(replica),
                        workers_ ? &workers_->communicator() : nullptr);
     ReplicaContextScope scope(&context);
+    if (replica != 0) {
+      step(replica, begin, end);
+      return;
+    }
+    // However replica 0's step ends, helpers still serving its update are released.
+    struct CloseTeam {
+      UpdateTeam& team;
+      uint64_t step;
+      ~CloseTeam() { team.close(step); }
+    } close{team_, step_index + 1};
     step(replica, begin, end);
   });
   apply_assigns(active, global_rows, training);

@@ -1,7 +1,8 @@
 // ReplicaRunner: runs the steps of one model data-parallel (DESIGN.md §3). It splits each
 // global batch into contiguous per-replica slices (zero-copy views), runs the step on the
 // replica threads of a ReplicaPool with a ReplicaContext installed, and owns what lives
-// across steps: the gradient buckets, the step counter for random streams. Deferred
+// across steps: the gradient buckets, the step counter for random streams, and the team
+// through which the other replicas lend their threads to replica 0's optimizer update. Deferred
 // variable updates (BatchNormalization's moving statistics) are applied when a step ends.
 // In a multi-worker job every worker runs the same global batches and its replicas take
 // their rows of each: global replica w * local + r gets the w * local + r-th slice; or
@@ -18,6 +19,7 @@
 
 #include "chorus/distribute/gradient_reducer.h"
 #include "chorus/distribute/replica_pool.h"
+#include "chorus/distribute/update_team.h"
 
 namespace chorus::distribute {
 
@@ -58,6 +60,7 @@ class ReplicaRunner {
   std::shared_ptr<ReplicaPool> pool_;
   std::shared_ptr<WorkerGroup> workers_;
   GradientReducer reducer_;
+  UpdateTeam team_;  // the replicas lend their threads to replica 0's update
   uint64_t steps_ = 0;
   std::vector<std::unique_ptr<Context>> contexts_;
   std::vector<autograd::Variable> assigned_;  // the deferred assigns of the last training step

@@ -9,6 +9,7 @@ constexpr unsigned kFlushToZero = 0x8000;      // MXCSR.FTZ
 constexpr unsigned kDenormalsAreZero = 0x0040;  // MXCSR.DAZ
 
 thread_local int t_threads = 0;  // 0: not set, use OpenMP's default
+thread_local LentThreads* t_lent = nullptr;
 
 // Flushes denormals on the thread that loads the library, so that single-threaded code
 // and threads it later creates (which inherit MXCSR) start with FTZ/DAZ on.
@@ -25,6 +26,11 @@ void set_intra_op_threads(int threads) {
   t_threads = std::max(1, threads);
   omp_set_num_threads(t_threads);
 }
+
+LentThreads* lent_threads() { return t_lent; }
+
+LentThreadsScope::LentThreadsScope(LentThreads* threads) : saved_(t_lent) { t_lent = threads; }
+LentThreadsScope::~LentThreadsScope() { t_lent = saved_; }
 
 void enable_flush_denormal() { _mm_setcsr(_mm_getcsr() | kFlushToZero | kDenormalsAreZero); }
 

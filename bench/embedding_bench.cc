@@ -1,0 +1,110 @@
+// Training steps of the retrieval tutorial's two-tower model (examples/retrieval_tutorial.h)
+// with both tables grown to V rows, batch 1000, Adagrad(0.2), one thread: what a large
+// vocabulary costs. Per V:
+//   sparse_us  Model::train_step: the tables' gradients stay IndexedSlices and Adagrad
+//              updates only the rows the batch read (when V >= 2 x 1000);
+//   dense_us   the same step with dense gradients (a V-row zero-fill, scatter-add and
+//              full-table Adagrad pass per table), as before sparse gradients;
+//   torch_*    PyTorch's nn.Embedding(sparse=True / False) + torch.optim.Adagrad, measured
+//              by bench/embedding_torch.py just before (bench/run_embedding), if given.
+// Both variants give the same weights bit for bit (tests/examples/retrieval_tutorial_test.cc).
+// Usage: embedding_bench [--rows V,V,...] [--torch-json FILE]
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "chorus/backend/cpu/parallel.h"
+#include "chorus/chorus.h"
+#include "examples/retrieval_tutorial.h"
+
+namespace chorus {
+namespace {
+
+constexpr int64_t kBatch = 1000;
+
+struct Batch {
+  Tensor users;
+  Tree y;
+};
+
+std::vector<Batch> make_batches(int64_t rows, int count) {
+  Generator gen(3);
+  std::vector<Batch> batches;
+  for (int i = 0; i < count; ++i) {
+    const Tensor users = ops::cast(uniform(Shape{kBatch}, gen, 0, static_cast<double>(rows)), kInt32);
+    const Tensor movies = ops::cast(uniform(Shape{kBatch}, gen, 0, static_cast<double>(rows)), kInt32);
+    batches.push_back({users, Tree{{"movie_id", movies}, {"rating", uniform(Shape{kBatch}, gen, 0, 1)}}});
+  }
+  return batches;
+}
+
+// One dense step, as train_step was before sparse gradients.
+void dense_step(examples::RetrievalModel& model, const Batch& batch) {
+  autograd::GradientTape tape;
+  const Tensor loss = model.compute_loss(Tree(batch.users), batch.y, model(Tree(batch.users), /*training=*/true));
+  const std::vector<autograd::Variable> variables = model.trainable_weights();
+  const std::vector<Tensor> sources(variables.begin(), variables.end());
+  model.optimizer().apply_gradients(tape.gradient(loss, sources), variables);
+}
+
+double step_us(int64_t rows, bool sparse) {
+  layers::set_random_seed(1);
+  examples::RetrievalModel model(rows, rows);
+  model.compile({.optimizer = optimizers::Adagrad(0.2)});
+  const std::vector<Batch> batches = make_batches(rows, 8);
+  size_t next = 0;
+  auto step = [&] {
+    const Batch& batch = batches[next++ % batches.size()];
+    if (sparse) {
+      model.train_step(Tree::list({Tree(batch.users), batch.y}));
+    } else {
+      dense_step(model, batch);
+    }
+  };
+  return 1e6 * bench::median_seconds(step, bench::calibrate_iters(step, 0.05));
+}
+
+}  // namespace
+}  // namespace chorus
+
+int main(int argc, char** argv) {
+  using namespace chorus;
+  std::vector<int64_t> rows_list{1000, 10000, 100000, 1000000};
+  std::map<std::pair<int64_t, bool>, double> torch_us;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--rows" && i + 1 < argc) {
+      rows_list.clear();
+      std::stringstream list(argv[++i]);
+      for (std::string item; std::getline(list, item, ',');) rows_list.push_back(std::stoll(item));
+    } else if (a == "--torch-json" && i + 1 < argc) {
+      std::ifstream in(argv[++i]);
+      for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line[0] != '{') continue;
+        const auto j = nlohmann::json::parse(line);
+        torch_us[{j.at("rows").get<int64_t>(), j.at("sparse").get<bool>()}] = j.at("us_per_step").get<double>();
+      }
+    } else {
+      std::fprintf(stderr, "embedding_bench: unknown argument '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  backend::cpu::set_intra_op_threads(1);
+  for (const int64_t rows : rows_list) {
+    const double sparse = step_us(rows, true);
+    const double dense = step_us(rows, false);
+    nlohmann::json record = {{"bench", "embedding"}, {"rows", rows},          {"batch", kBatch},
+                             {"sparse_us", sparse},  {"dense_us", dense},     {"dense_over_sparse", dense / sparse}};
+    if (torch_us.count({rows, true})) {
+      record["torch_sparse_us"] = torch_us[{rows, true}];
+      record["torch_dense_us"] = torch_us[{rows, false}];
+      record["ratio_vs_torch_sparse"] = torch_us[{rows, true}] / sparse;
+    }
+    bench::emit(record);
+  }
+  return 0;
+}
