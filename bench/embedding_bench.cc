@@ -1,8 +1,9 @@
 // Training steps of the retrieval tutorial's two-tower model (examples/retrieval_tutorial.h)
 // with both tables grown to V rows, batch 1000, Adagrad(0.2), one thread: what a large
 // vocabulary costs. Per V:
-//   sparse_us  Model::train_step: the tables' gradients stay IndexedSlices and Adagrad
-//              updates only the rows the batch read (when V >= 2 x 1000);
+//   sparse_us  a train step as Model::train_step takes it: the tables' gradients stay
+//              IndexedSlices and Adagrad updates only the rows the batch read (when
+//              V >= 2 x 1000 rows);
 //   dense_us   the same step with dense gradients (a V-row zero-fill, scatter-add and
 //              full-table Adagrad pass per table), as before sparse gradients;
 //   torch_*    PyTorch's nn.Embedding(sparse=True / False) + torch.optim.Adagrad, measured
@@ -42,13 +43,16 @@ std::vector<Batch> make_batches(int64_t rows, int count) {
   return batches;
 }
 
-// One dense step, as train_step was before sparse gradients.
-void dense_step(examples::RetrievalModel& model, const Batch& batch) {
+// One step of Model::train_step's work (forward, loss, gradients, update), with the
+// tables' gradients sparse (as train_step asks for them) or dense (as before).
+void step(examples::RetrievalModel& model, const Batch& batch, bool sparse) {
   autograd::GradientTape tape;
   const Tensor loss = model.compute_loss(Tree(batch.users), batch.y, model(Tree(batch.users), /*training=*/true));
   const std::vector<autograd::Variable> variables = model.trainable_weights();
   const std::vector<Tensor> sources(variables.begin(), variables.end());
-  model.optimizer().apply_gradients(tape.gradient(loss, sources), variables);
+  std::vector<autograd::IndexedSlices> slices;
+  const std::vector<Tensor> grads = sparse ? tape.gradient(loss, sources, &slices) : tape.gradient(loss, sources);
+  model.optimizer().apply_gradients(grads, variables, slices);
 }
 
 double step_us(int64_t rows, bool sparse) {
@@ -57,15 +61,8 @@ double step_us(int64_t rows, bool sparse) {
   model.compile({.optimizer = optimizers::Adagrad(0.2)});
   const std::vector<Batch> batches = make_batches(rows, 8);
   size_t next = 0;
-  auto step = [&] {
-    const Batch& batch = batches[next++ % batches.size()];
-    if (sparse) {
-      model.train_step(Tree::list({Tree(batch.users), batch.y}));
-    } else {
-      dense_step(model, batch);
-    }
-  };
-  return 1e6 * bench::median_seconds(step, bench::calibrate_iters(step, 0.05));
+  auto one = [&] { step(model, batches[next++ % batches.size()], sparse); };
+  return 1e6 * bench::median_seconds(one, bench::calibrate_iters(one, 0.05));
 }
 
 }  // namespace

@@ -4,12 +4,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
 #include "tests/distribute/two_tower_util.h"
 #include "tests/models/model_test_util.h"
+#include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
@@ -116,6 +122,63 @@ TEST_F(DataParallelTest, TwoTowerMatchesOneDeviceOnOneToFourReplicas) {
     auto model = train_two_tower(devices);
     EXPECT_LE(testing::max_relative_difference(model->weights(), reference->weights()), 1e-5);
   }
+}
+
+// Plain gradient descent whose update records the threads its chunks run on; replica 0's
+// chunk waits (up to 10 s) for another thread to take one, so that the test does not
+// depend on how the threads are scheduled.
+class ThreadRecordingSgd : public optimizers::Optimizer {
+ public:
+  explicit ThreadRecordingSgd(std::thread::id replica_0) : Optimizer("SGD", "sgd", 0.1, {}), replica_0_(replica_0) {}
+  std::set<std::thread::id> threads;
+
+ protected:
+  void build_slots(const autograd::Variable&) override {}
+  void update_step(const Tensor& grad, const autograd::Variable& variable, size_t, double lr, int64_t) override {
+    float* var = variable.value().data<float>();
+    const float* g = grad.data<float>();
+    const auto rate = static_cast<float>(lr);
+    std::atomic<int> others{0};
+    backend::cpu::parallel_for(grad.numel(), 4096, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) var[i] -= g[i] * rate;
+      {
+        std::lock_guard lock(mutex_);
+        threads.insert(std::this_thread::get_id());
+      }
+      if (std::this_thread::get_id() != replica_0_ || grad.numel() < 2 * 4096) {
+        others.fetch_add(1);
+        return;
+      }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (others.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    });
+  }
+
+ private:
+  std::thread::id replica_0_;
+  std::mutex mutex_;
+};
+
+TEST_F(DataParallelTest, TheOtherReplicasRunChunksOfTheUpdateWithOneThreadsBits) {
+  // A 512x64 kernel (32,768 elements): its update splits into 2 chunks on 2 replicas.
+  auto train = [](Shared<optimizers::Optimizer> optimizer) {
+    layers::set_random_seed(5);
+    dist::set_distribution(dist::DataParallel(first_devices(2)));
+    std::unique_ptr<models::Model> model = testing::small_mlp(512, 64, 3);
+    model->compile({.optimizer = std::move(optimizer),
+                    .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
+    dist::set_distribution(nullptr);
+    const Tensor x = testing::random_tensor({40, 512}, 3);
+    const Tensor y = ops::cast(testing::random_tensor({40}, 4, 0, 2.99), kInt32);
+    model->fit(x, y, {.epochs = 2, .batch_size = 20, .verbose = 0, .shuffle = false});
+    return model;
+  };
+  auto recording = std::make_shared<ThreadRecordingSgd>(std::this_thread::get_id());
+  auto lent = train(recording);
+  auto plain = train(optimizers::SGD(0.1));
+  EXPECT_EQ(recording->threads.size(), 2u);  // replica 0 (this thread) and replica 1
+  const auto a = lent->weights(), b = plain->weights();
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(testing::same_bits(a[k].value(), b[k].value())) << a[k].path();
 }
 
 TEST_F(DataParallelTest, EvaluateAndPredictAreDistributedInInputOrder) {
