@@ -18,7 +18,9 @@ struct EmbeddingOptions {
 
 // Input: int32 or int64 indices of any shape S, each in [0, input_dim) (other dtypes are
 // cast to int32, as Keras does). Output: S + (output_dim,) of the table's dtype. The
-// gradient reaches the table as a scatter-add of the output gradient's rows.
+// table's gradient is the output gradient's rows added at the looked-up indices: dense
+// from GradientTape::gradient, or IndexedSlices (the rows alone) where the caller asks for
+// sparse gradients, as Model::train_step does on one device.
 //
 //   layers::Embedding users(943 + 1, 32);
 //   Tensor u = users(user_ids);  // (1000,) int64 -> (1000, 32)

@@ -60,8 +60,9 @@ class Optimizer {
   // The same, where some gradients are IndexedSlices (GradientTape's sparse gradients):
   // where sparse[i] is defined it is variables[i]'s gradient, and grads[i] must be
   // undefined. Adagrad updates only the rows listed, with the dense update's bits; other
-  // optimizers, and clipping, use the dense equivalent (to_dense()). Throws as above, and
-  // ValueError when both forms are given for one variable.
+  // optimizers, clipping, and the reduction across data-parallel replicas use the dense
+  // equivalent (to_dense()). Throws as above; ValueError when both forms are given for one
+  // variable or the slices are malformed, IndexError for a row outside the variable.
   void apply_gradients(std::span<const Tensor> grads, std::span<const Variable> variables,
                        std::span<const autograd::IndexedSlices> sparse);
 

@@ -45,22 +45,23 @@ const GatherKernelTable& gather_kernel_table(Isa isa) {
 
 template <class I>
 int64_t find_out_of_range(const I* idx, int64_t count, int64_t size) {
-  // Blocks tested without an early exit (so the test vectorises; a negative index is a
-  // huge unsigned one), then the bad block searched for its first bad position.
-  // Compared in I's own width (int32 indices stay 32-bit lanes): a size beyond I's range
-  // leaves only the negative indices out, which are exactly those >= 2^(bits - 1).
+  // Blocks tested by the ISA's vectors (a negative index is a huge unsigned one), then
+  // the bad block searched for its first bad position. Compared in I's own width (int32
+  // indices stay 32-bit lanes): a size beyond I's range leaves only the negative indices
+  // out, which are exactly those >= 2^(bits - 1).
   using U = std::make_unsigned_t<I>;
   constexpr auto kMax = static_cast<int64_t>(std::numeric_limits<I>::max());
   const U limit = size > kMax ? static_cast<U>(static_cast<U>(kMax) + 1) : static_cast<U>(size);
-  constexpr int64_t kBlock = 256;
-  for (int64_t b = 0; b < count; b += kBlock) {
-    const int64_t e = std::min(count, b + kBlock);
-    U bad = 0;
-    for (int64_t m = b; m < e; ++m) bad |= static_cast<U>(static_cast<U>(idx[m]) >= limit);
-    if (bad == 0) continue;
-    for (int64_t m = b; m < e; ++m) {
-      if (idx[m] < 0 || static_cast<int64_t>(idx[m]) >= size) return m;
-    }
+  const GatherKernelTable& table = gather_kernel_table(active_isa());
+  int64_t block;
+  if constexpr (std::is_same_v<I, int32_t>) {
+    block = table.first_bad_block_i32(idx, count, limit);
+  } else {
+    block = table.first_bad_block_i64(idx, count, limit);
+  }
+  if (block < 0) return -1;
+  for (int64_t m = block; m < count; ++m) {
+    if (idx[m] < 0 || static_cast<int64_t>(idx[m]) >= size) return m;
   }
   return -1;
 }

@@ -51,6 +51,18 @@ void scatter_add_rows(const float* g, const I* idx, int64_t count, int64_t n, in
   }
 }
 
+// Each block is tested without an early exit, so that the test vectorises.
+template <class I, class U>
+int64_t first_bad_block(const I* idx, int64_t count, U limit) {
+  for (int64_t b = 0; b < count; b += kIndexBlock) {
+    const int64_t e = b + kIndexBlock < count ? b + kIndexBlock : count;
+    U bad = 0;
+    for (int64_t m = b; m < e; ++m) bad |= static_cast<U>(static_cast<U>(idx[m]) >= limit);
+    if (bad != 0) return b;
+  }
+  return -1;
+}
+
 template <int B>
 constexpr GatherKernelTable make_gather_table() {
   return GatherKernelTable{
@@ -58,6 +70,8 @@ constexpr GatherKernelTable make_gather_table() {
       .gather_rows32_i64 = &gather_rows32<B, int64_t>,
       .scatter_add_rows_i32 = &scatter_add_rows<B, int32_t>,
       .scatter_add_rows_i64 = &scatter_add_rows<B, int64_t>,
+      .first_bad_block_i32 = &first_bad_block<int32_t, uint32_t>,
+      .first_bad_block_i64 = &first_bad_block<int64_t, uint64_t>,
   };
 }
 

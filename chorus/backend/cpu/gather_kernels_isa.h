@@ -21,7 +21,13 @@ struct GatherKernelTable {
                                float* dx);
   void (*scatter_add_rows_i64)(const float* g, const int64_t* idx, int64_t count, int64_t n, int64_t lo, int64_t hi,
                                float* dx);
+  // The start of the first block of kIndexBlock indices that holds one not below `limit`
+  // as an unsigned number (negative ones included), or -1.
+  int64_t (*first_bad_block_i32)(const int32_t* idx, int64_t count, uint32_t limit);
+  int64_t (*first_bad_block_i64)(const int64_t* idx, int64_t count, uint64_t limit);
 };
+
+inline constexpr int64_t kIndexBlock = 256;
 
 // The table for `isa`. REQUIRES: the CPU supports isa (see isa_supported()).
 const GatherKernelTable& gather_kernel_table(Isa isa);
