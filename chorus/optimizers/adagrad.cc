@@ -44,7 +44,7 @@ void Adagrad::update_step_sparse(const autograd::IndexedSlices& grad, const Vari
   // Rows a batch did not touch keep their bits under the dense update only on the
   // skip_zero_pieces conditions (update_kernels.h); otherwise the dense update it is. And
   // unless the table has well over the batch's rows, the dense update's sequential passes
-  // beat grouping the rows (bench/sparse_update_bench); the bits are the same either way.
+  // beat grouping the rows (docs/benchmarks.md); the bits are the same either way.
   if (!(std::isfinite(lr32) && lr32 >= 0 && epsilon >= FLT_MIN) ||
       variable.shape()[0] < kSparseMinRowsPerGradientRow * grad.indices.numel()) {
     Optimizer::update_step_sparse(grad, variable, slot_index, lr, step);

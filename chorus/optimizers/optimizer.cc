@@ -40,8 +40,8 @@ Tensor scaled(const Tensor& grad, double factor) {
 void check_slices(const autograd::IndexedSlices& slices, const std::string& optimizer, const std::string& path) {
   const Tensor& indices = slices.indices;
   const Shape& dense = slices.dense_shape;
-  const bool index_ok = indices.defined() && indices.rank() == 1 && is_integer(indices.dtype()) &&
-                        (indices.dtype() == kInt32 || indices.dtype() == kInt64);
+  const bool index_ok =
+      indices.defined() && indices.rank() == 1 && (indices.dtype() == kInt32 || indices.dtype() == kInt64);
   Shape expected{index_ok ? indices.dim(0) : 0};
   for (int d = 1; d < dense.rank(); ++d) expected.push_back(dense[d]);
   if (!index_ok || dense.rank() == 0 || slices.values.shape() != expected) {
@@ -160,7 +160,9 @@ void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const V
   if (auto* replica = distribute::ReplicaContext::current()) {
     std::vector<Tensor> dense(grads.begin(), grads.end());
     for (size_t i = 0; i < dense.size(); ++i) {
-      if (is_sparse(i) && !dense[i].defined()) dense[i] = sparse[i].to_dense();
+      if (!is_sparse(i) || dense[i].defined()) continue;
+      check_slices(sparse[i], name_, variables[i].path());
+      dense[i] = sparse[i].to_dense();
     }
     replica->apply_gradients(dense, variables, [this](std::span<const Tensor> g, std::span<const Variable> v) {
       distribute::ReplicaContextScope outside(nullptr);

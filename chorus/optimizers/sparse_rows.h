@@ -19,7 +19,7 @@ class SparseRows {
   // (n,) + dense_shape[1:]), as Optimizer::apply_gradients checks.
   explicit SparseRows(autograd::IndexedSlices slices);
 
-  // Distinct rows (groups), and gradient rows (positions) in all parts.
+  // Distinct rows (groups), and gradient rows (positions).
   int64_t size() const { return static_cast<int64_t>(rows_.size()); }
   int64_t positions() const { return static_cast<int64_t>(place_.size()); }
   kernels::RowGroups groups() const;

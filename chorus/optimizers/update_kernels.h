@@ -58,9 +58,9 @@ struct AdagradArgs {
 };
 
 // A sparse gradient grouped by row (SparseRows): group g is row rows[g] of the variable;
-// gradient row p (`width` floats at values + p * width) belongs to group place[p], or
-// ~place[p] (a negative number) where it is the group's first. Adding a group's rows onto +0.0 in
-// position order gives the dense gradient's row bit for bit (the order
+// gradient row p (`width` floats at values + p * width) belongs to group place[p], or to
+// ~place[p] (place[p] < 0) where it is the group's first. Adding a group's rows onto +0.0
+// in position order gives the dense gradient's row bit for bit (the order
 // IndexedSlices::to_dense() adds them in).
 struct RowGroups {
   const int64_t* rows;
