@@ -4,6 +4,7 @@
 #include "chorus/autograd/indexed_slices.h"
 
 #include <cstring>
+#include <functional>
 
 #include "chorus/autograd/tape.h"
 #include "chorus/autograd/variable.h"
@@ -41,66 +42,61 @@ TEST(IndexedSlicesTest, ConcatenateKeepsEveryRowAndWidensMixedIndices) {
   EXPECT_EQ(both.to_dense().to_vector<float>(), (std::vector<float>{0, 0, 7, 8, 0, 0, 6, 8}));
 }
 
+// The gradient of loss_of() for `table`, from one tape asked for dense gradients and
+// from another asked for sparse ones.
+struct BothWays {
+  Tensor dense;          // the first tape's
+  Tensor second_dense;   // the second tape's result (undefined where it gave slices)
+  IndexedSlices slices;  // the second tape's slices
+};
+
+BothWays gradients_both_ways(const Variable& table, const std::function<Tensor()>& loss_of) {
+  BothWays out;
+  const std::vector<Tensor> source{table.value()};
+  {
+    GradientTape tape;
+    out.dense = tape.gradient(loss_of(), source)[0];
+  }
+  GradientTape tape;
+  std::vector<IndexedSlices> sparse;
+  out.second_dense = tape.gradient(loss_of(), source, &sparse)[0];
+  EXPECT_EQ(sparse.size(), 1u);
+  out.slices = sparse.at(0);
+  return out;
+}
+
 TEST(GradientTapeSparseTest, AGatheredTableGetsTheRowsItsLookupsRead) {
   Variable table("embedding/embeddings", random_tensor({6, 3}, 1));
   const Tensor ids = from_values<int32_t>({4, 1, 4, 0}, {4});
   const Tensor weights = random_tensor({4, 3}, 2);
-  auto loss_of = [&] { return ops::sum(ops::take(table.value(), ids, 0) * weights); };
-  std::vector<Tensor> dense;
-  {
-    GradientTape tape;
-    dense = tape.gradient(loss_of(), {table.value()});
-  }
-  std::vector<IndexedSlices> sparse;
-  GradientTape tape;
-  const Tensor loss = loss_of();
-  const std::vector<Tensor> source{table.value()};
-  const std::vector<Tensor> result = tape.gradient(loss, source, &sparse);
-  ASSERT_EQ(sparse.size(), 1u);
-  EXPECT_FALSE(result[0].defined());
-  ASSERT_TRUE(sparse[0].defined());
-  EXPECT_EQ(sparse[0].indices.to_vector<int32_t>(), (std::vector<int32_t>{4, 1, 4, 0}));
-  EXPECT_EQ(sparse[0].dense_shape, (Shape{6, 3}));
-  EXPECT_TRUE(same_bits(sparse[0].to_dense(), dense[0]));
+  const BothWays got =
+      gradients_both_ways(table, [&] { return ops::sum(ops::take(table.value(), ids, 0) * weights); });
+  EXPECT_FALSE(got.second_dense.defined());
+  ASSERT_TRUE(got.slices.defined());
+  EXPECT_EQ(got.slices.indices.to_vector<int32_t>(), (std::vector<int32_t>{4, 1, 4, 0}));
+  EXPECT_EQ(got.slices.dense_shape, (Shape{6, 3}));
+  EXPECT_TRUE(same_bits(got.slices.to_dense(), got.dense));
 }
 
 TEST(GradientTapeSparseTest, TwoLookupsOfOneTableGiveAllTheirRows) {
   Variable table("t", random_tensor({5, 2}, 3));
   const Tensor a = from_values<int32_t>({0, 3}, {2}), b = from_values<int64_t>({3, 3, 4}, {3});
-  auto loss_of = [&] {
+  const BothWays got = gradients_both_ways(table, [&] {
     return ops::sum(ops::square(ops::take(table.value(), a, 0))) + ops::sum(ops::take(table.value(), b, 0) * 3.f);
-  };
-  std::vector<Tensor> dense;
-  {
-    GradientTape tape;
-    dense = tape.gradient(loss_of(), {table.value()});
-  }
-  std::vector<IndexedSlices> sparse;
-  GradientTape tape;
-  const Tensor loss = loss_of();
-  const std::vector<Tensor> source{table.value()};
-  tape.gradient(loss, source, &sparse);
-  ASSERT_TRUE(sparse[0].defined());
-  EXPECT_EQ(sparse[0].indices.numel(), 5);
-  EXPECT_TRUE(same_bits(sparse[0].to_dense(), dense[0]));
+  });
+  ASSERT_TRUE(got.slices.defined());
+  EXPECT_EQ(got.slices.indices.numel(), 5);
+  EXPECT_TRUE(same_bits(got.slices.to_dense(), got.dense));
 }
 
 TEST(GradientTapeSparseTest, ATableAlsoUsedDenselyGetsADenseGradient) {
   Variable table("t", random_tensor({4, 2}, 4));
   const Tensor ids = from_values<int32_t>({1, 1, 2}, {3});
-  auto loss_of = [&] { return ops::sum(ops::take(table.value(), ids, 0)) + ops::sum(table.value() * table.value()); };
-  std::vector<Tensor> dense;
-  {
-    GradientTape tape;
-    dense = tape.gradient(loss_of(), {table.value()});
-  }
-  std::vector<IndexedSlices> sparse;
-  GradientTape tape;
-  const Tensor loss = loss_of();
-  const std::vector<Tensor> source{table.value()};
-  const std::vector<Tensor> result = tape.gradient(loss, source, &sparse);
-  EXPECT_FALSE(sparse[0].defined());
-  EXPECT_TRUE(testing::tensors_near(result[0], dense[0], 0, 0));
+  const BothWays got = gradients_both_ways(table, [&] {
+    return ops::sum(ops::take(table.value(), ids, 0)) + ops::sum(table.value() * table.value());
+  });
+  EXPECT_FALSE(got.slices.defined());
+  EXPECT_TRUE(same_bits(got.second_dense, got.dense));
 }
 
 TEST(GradientTapeSparseTest, OnlyLeavesAndFloat32RowGathersAreSparse) {
