@@ -136,6 +136,12 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
   return compute_gradients(target, sources, GradientStreaming{}, sparse, output_gradient);
 }
 
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const Tensor> sources,
+                                           const GradientStreaming& streaming, std::vector<IndexedSlices>* sparse,
+                                           const Tensor& output_gradient) {
+  return compute_gradients(target, sources, streaming, sparse, output_gradient);
+}
+
 std::vector<Tensor> GradientTape::compute_gradients(const Tensor& target, std::span<const Tensor> sources,
                                                     const GradientStreaming& streaming,
                                                     std::vector<IndexedSlices>* sparse,
@@ -170,7 +176,8 @@ std::vector<Tensor> GradientTape::compute_gradients(const Tensor& target, std::s
     slices.resize(static_cast<size_t>(num_slots_));
     takes_slices.resize(static_cast<size_t>(num_slots_), false);
     for (size_t i = 0; i < sources.size(); ++i) {
-      if (source_slots[i] >= 0 && sources[i].impl()->autograd.tape_id != id_) takes_slices[source_slots[i]] = true;
+      if (source_slots[i] < 0 || sources[i].impl()->autograd.tape_id == id_) continue;
+      if (!streaming.takes_slices || streaming.takes_slices(i)) takes_slices[source_slots[i]] = true;
     }
     sparse->assign(sources.size(), IndexedSlices());
   }

@@ -39,10 +39,14 @@ using GradientReadyFn = std::function<void(size_t index, const Tensor& gradient)
 // backward. `row_ends(index)`: where the consumer wants blocks of sources[index] to end
 // (ascending, the last equal to the leading dimension; empty: whole only).
 // `rows_ready(index, gradient, end)`: rows [0, end) of `gradient` are final.
+// `takes_slices(index)`: whether sources[index]'s gradient may come as IndexedSlices when
+// gradient() is asked for sparse gradients (unset: every source's may); `ready` then gets
+// an undefined tensor for it.
 struct GradientStreaming {
   GradientReadyFn ready;
   std::function<std::span<const int64_t>(size_t index)> row_ends;
   std::function<void(size_t index, const Tensor& gradient, int64_t end)> rows_ready;
+  std::function<bool(size_t index)> takes_slices;
 };
 
 // What a backward function may stream one input's gradient to (see row_stream()).
@@ -107,6 +111,10 @@ class GradientTape {
   // get dense gradients as above. `sparse` is resized to sources.size().
   std::vector<Tensor> gradient(const Tensor& target, std::span<const Tensor> sources,
                                std::vector<IndexedSlices>* sparse, const Tensor& output_gradient = Tensor());
+  // Both: streaming for the dense gradients, slices for the sources it lets take them.
+  std::vector<Tensor> gradient(const Tensor& target, std::span<const Tensor> sources,
+                               const GradientStreaming& streaming, std::vector<IndexedSlices>* sparse,
+                               const Tensor& output_gradient = Tensor());
   std::vector<Tensor> gradient(const Tensor& target, std::initializer_list<Tensor> sources,
                                const Tensor& output_gradient = Tensor()) {
     return gradient(target, std::span<const Tensor>(sources.begin(), sources.size()), output_gradient);

@@ -3,7 +3,7 @@
 namespace chorus::autograd {
 
 Variable::Variable(std::string path, Tensor initial_value, bool trainable)
-    : impl_(std::make_shared<Impl>(Impl{std::move(path), Tensor()})) {
+    : impl_(std::make_shared<Impl>(Impl{std::move(path), Tensor(), false})) {
   if (!initial_value.defined()) throw_error<ValueError>("Variable '{}': the initial value is undefined", impl_->path);
   // A handle of its own on the same storage: marking it trainable leaves the caller's
   // tensor (and any tape slot it has) untouched.

@@ -29,6 +29,12 @@ class Variable {
   const Shape& shape() const { return value().shape(); }
   DType dtype() const { return value().dtype(); }
 
+  // Whether the variable is read by row gathers (an Embedding table sets it): its
+  // gradient is then mostly the rows a batch read, and data-parallel training exchanges
+  // those rows rather than all-reducing the whole table. Shared by every handle.
+  bool sparse_gradients() const { return impl().sparse_gradients; }
+  void set_sparse_gradients(bool sparse) const { impl_->sparse_gradients = sparse; }
+
   // Overwrites the value in place (optimizer updates, loading weights). Throws
   // ShapeError / DTypeError naming the variable if `new_value` does not match.
   void assign(const Tensor& new_value) const;
@@ -37,6 +43,7 @@ class Variable {
   struct Impl {
     std::string path;
     Tensor value;
+    bool sparse_gradients = false;
   };
   const Impl& impl() const {
     if (!impl_) throw Error("Variable: use of an undefined variable");

@@ -40,6 +40,10 @@ void GradientReducer::make_plan(std::span<const autograd::Variable> variables) {
     }
     const Shape& shape = v.shape();
     const int64_t numel = shape.numel();
+    if (v.sparse_gradients() && shape.rank() > 0 && shape[0] >= kRowExchangeMinRows) {  // exchanged as rows instead
+      slots_[k] = {v.value().impl(), numel, pieces_.size(), 0, {}};
+      continue;
+    }
     const int64_t rows = shape.rank() > 0 ? shape[0] : 1;
     const int64_t row_floats = rows > 0 ? numel / rows : 0;
     const bool split = shape.rank() >= 2 && numel > block_floats;
@@ -101,7 +105,8 @@ autograd::GradientStreaming GradientReducer::streaming(int replica) {
   return {.ready = [this, replica](size_t index, const Tensor& gradient) { ready(replica, index, gradient); },
           .row_ends = [this](size_t index) { return row_ends(index); },
           .rows_ready = [this, replica](size_t index, const Tensor& gradient,
-                                        int64_t end) { rows_ready(replica, index, gradient, end); }};
+                                        int64_t end) { rows_ready(replica, index, gradient, end); },
+          .takes_slices = [this](size_t index) { return sparse(index); }};
 }
 
 void GradientReducer::pack(Replica& r, size_t index, const Tensor& gradient, size_t count, bool repack) {
@@ -148,6 +153,7 @@ void GradientReducer::launch_ready(Replica& r, bool finishing) {
 }
 
 void GradientReducer::ready(int replica, size_t index, const Tensor& gradient) {
+  if (sparse(index)) return;
   Replica& r = replicas_[static_cast<size_t>(replica)];
   const TensorImpl* given = gradient.defined() ? gradient.impl() : nullptr;
   if (r.source[index] != nullptr && r.source[index] != given) {
@@ -174,6 +180,7 @@ std::vector<Tensor> GradientReducer::finish(int replica, std::span<const Tensor>
   Replica& r = replicas_[static_cast<size_t>(replica)];
   for (size_t i = 0; i < grads.size(); ++i) {
     const Slot& slot = slots_[i];
+    if (sparse(i)) continue;
     const auto first = r.packed.begin() + static_cast<std::ptrdiff_t>(slot.first_piece);
     const auto last = first + static_cast<std::ptrdiff_t>(slot.pieces);
     const TensorImpl* given = grads[i].defined() ? grads[i].impl() : nullptr;
@@ -196,7 +203,7 @@ std::vector<Tensor> GradientReducer::finish(int replica, std::span<const Tensor>
   }
   std::vector<Tensor> reduced(slots_.size());
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (r.source[i] == nullptr) continue;
+    if (r.source[i] == nullptr || sparse(i)) continue;
     const Slot& slot = slots_[i];
     const int64_t offset = pieces_[slot.first_piece].offset;
     reduced[i] = r.storage.first_axis_slice(offset, offset + slot.numel).view(variables[i].shape());

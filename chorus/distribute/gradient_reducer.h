@@ -11,7 +11,10 @@
 // only when backward ends, is all-reduced by finish() on the calling thread). Only
 // replica 0 needs the global sum: it runs the update of the variables that all local
 // mirrors share. Each replica thread touches only its own buffers; the plan is made once,
-// by whichever replica comes first.
+// by whichever replica comes first. Variables with sparse_gradients() (embedding tables)
+// of at least kRowExchangeMinRows rows are left out: the replica context exchanges the
+// rows their gradients name instead. A smaller table costs less to all-reduce whole than
+// its rows do to gather, group and update on one replica.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,11 @@ int64_t gradient_bucket_bytes_from_env();
 class GradientReducer {
  public:
   static constexpr int64_t kDefaultBucketBytes = int64_t{1} << 20;
+  // The smallest embedding table whose gradient travels as rows (see above): where
+  // exchanging rows overtook all-reducing two tables whole on 2 devices at batch 1000
+  // (`embedding_bench --devices 2`). A fixed number: every worker must make the same
+  // plan, whatever its batches.
+  static constexpr int64_t kRowExchangeMinRows = 2048;
 
   explicit GradientReducer(int max_replicas, int64_t bucket_bytes = kDefaultBucketBytes);
 
@@ -57,6 +65,8 @@ class GradientReducer {
   void rows_ready(int replica, size_t index, const Tensor& gradient, int64_t end);
   // Where variables[index]'s row blocks end (empty before the plan is made).
   std::span<const int64_t> row_ends(size_t index) const { return slots_[index].row_ends; }
+  // Whether variables[index] is left out of the buckets (a large embedding table).
+  bool sparse(size_t index) const { return slots_[index].pieces == 0; }
   // Packs the gradients not yet packed (those passed to apply_gradients without
   // streaming), launches the remaining buckets, waits for all and returns the reduced
   // gradients: views into the replica's buckets, undefined where the local one was.

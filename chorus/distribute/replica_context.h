@@ -38,16 +38,21 @@ class ReplicaContext {
   // The tape hook for the gradients of `variables` (the model's trainable weights): each
   // gradient is scaled by local_rows / global_rows (the loss is the mean over the global
   // batch) and all-reduced in buckets while the backward pass is still running (a large
-  // kernel's in row blocks as its matmul writes them). Pass it to GradientTape::gradient,
-  // then give the gradients to Optimizer::apply_gradients.
+  // kernel's in row blocks as its matmul writes them); it lets the variables with
+  // sparse_gradients() take IndexedSlices. Pass it to GradientTape::gradient, then give
+  // the gradients to Optimizer::apply_gradients.
   virtual autograd::GradientStreaming stream_gradients(std::span<const autograd::Variable> variables) = 0;
 
   // Optimizer::apply_gradients inside a replica: reduces `grads` across replicas (those
   // that were streamed are ready or in flight), then runs `update` with the reduced
-  // gradients on one replica while the others wait. Returns when the update is done.
-  using Update = std::function<void(std::span<const Tensor> grads, std::span<const autograd::Variable> variables)>;
-  virtual void apply_gradients(std::span<const Tensor> grads, std::span<const autograd::Variable> variables,
-                               const Update& update) = 0;
+  // gradients on one replica while the others lend it their threads. Returns when the
+  // update is done. The gradients of variables with sparse_gradients() are not reduced but
+  // gathered: every replica's rows (sparse[i], or all of grads[i] when dense), scaled by its
+  // share of the batch, one after another in global replica order.
+  using Update = std::function<void(std::span<const Tensor> grads, std::span<const autograd::IndexedSlices> sparse,
+                                    std::span<const autograd::Variable> variables)>;
+  virtual void apply_gradients(std::span<const Tensor> grads, std::span<const autograd::IndexedSlices> sparse,
+                               std::span<const autograd::Variable> variables, const Update& update) = 0;
 
   // Assigns `value` to a non-trainable variable (BatchNormalization's moving statistics)
   // after the step: the replicas' values averaged, weighted by their rows.

@@ -5,6 +5,7 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/core/creation.h"
 #include "chorus/distribute/replica_context.h"
+#include "chorus/distribute/sparse_exchange.h"
 #include "chorus/distribute/worker_group.h"
 #include "chorus/ops/operators.h"
 
@@ -23,8 +24,9 @@ ReplicaContextScope::~ReplicaContextScope() { t_context = previous_; }
 // One replica's view of the current step.
 class ReplicaRunner::Context final : public ReplicaContext {
  public:
-  Context(int replica, int replicas, GradientReducer& reducer, UpdateTeam& team)
-      : ReplicaContext(replica, replicas), reducer_(reducer), team_(team) {}
+  Context(int replica, int replicas, GradientReducer& reducer, UpdateTeam& team,
+          const std::vector<std::unique_ptr<Context>>& peers)
+      : ReplicaContext(replica, replicas), reducer_(reducer), team_(team), peers_(&peers) {}
 
   void begin_step(uint64_t step, int64_t begin, int64_t end, int64_t rows, Communicator* communicator,
                   Communicator* workers) {
@@ -47,18 +49,30 @@ class ReplicaRunner::Context final : public ReplicaContext {
     return reducer_.streaming(replica_id());
   }
 
-  void apply_gradients(std::span<const Tensor> grads, std::span<const autograd::Variable> variables,
-                       const Update& update) override {
+  void apply_gradients(std::span<const Tensor> grads, std::span<const autograd::IndexedSlices> sparse,
+                       std::span<const autograd::Variable> variables, const Update& update) override {
     if (!begun_) begin(variables);
     std::vector<Tensor> reduced = reducer_.finish(replica_id(), grads, variables);
     begun_ = false;
+    // The tables left out of the reduction: this replica's rows, for replica 0 to gather
+    // once every replica has handed over its own.
+    bool any_rows = false;
+    rows_.assign(variables.size(), autograd::IndexedSlices());
+    for (size_t i = 0; i < variables.size(); ++i) {
+      if (!reducer_.sparse(i)) continue;
+      any_rows = true;
+      const autograd::IndexedSlices none;
+      rows_[i] = scaled_rows(grads[i], i < sparse.size() ? sparse[i] : none, variables[i].shape(), scale());
+    }
+    if (any_rows) communicator_->barrier();
     // Every replica has finished its backward pass (the reductions needed all of them):
     // replica 0 updates the shared variables, and the others lend it their threads.
     // (Steps count from 1 for the team.)
     if (replica_id() == 0) {
       try {
+        const std::vector<autograd::IndexedSlices> gathered = any_rows ? gather_rows(variables) : rows_;
         backend::cpu::LentThreadsScope lent(&team_);
-        update(reduced, variables);
+        update(reduced, gathered, variables);
       } catch (...) {  // ReplicaRunner::run releases the helpers as the step ends
         communicator_->abort("the optimizer update on replica 0 failed");
         throw;
@@ -77,14 +91,40 @@ class ReplicaRunner::Context final : public ReplicaContext {
   const std::vector<std::pair<autograd::Variable, Tensor>>& assigns() const { return assigns_; }
 
  private:
+  // This replica's share of the global batch: the weight of its gradients.
+  float scale() const {
+    return static_cast<float>(static_cast<double>(local_rows()) / static_cast<double>(global_rows()));
+  }
+
   void begin(std::span<const autograd::Variable> variables) {
-    const float scale = static_cast<float>(static_cast<double>(local_rows()) / static_cast<double>(global_rows()));
-    reducer_.begin(replica_id(), variables, scale, communicator_, workers_);
+    reducer_.begin(replica_id(), variables, scale(), communicator_, workers_);
     begun_ = true;
+  }
+
+  // On replica 0: every replica's rows of each table left out of the reduction, in
+  // global replica order (this worker's replicas, then across workers).
+  std::vector<autograd::IndexedSlices> gather_rows(std::span<const autograd::Variable> variables) const {
+    std::vector<autograd::IndexedSlices> gathered(variables.size());
+    for (size_t i = 0; i < variables.size(); ++i) {
+      if (!reducer_.sparse(i)) continue;
+      std::vector<autograd::IndexedSlices> parts;
+      for (const auto& peer : *peers_) {
+        // Replicas without rows sat this step out; their rows_ are an earlier step's.
+        if (peer->step_ != step_ || peer->local_rows() == 0 || i >= peer->rows_.size()) continue;
+        if (peer->rows_[i].defined()) parts.push_back(peer->rows_[i]);
+      }
+      if (!parts.empty()) gathered[i] = autograd::IndexedSlices::concatenate(parts);
+      if (workers_ != nullptr && workers_->size() > 1) {
+        gathered[i] = gather_across_workers(gathered[i], variables[i].shape(), *workers_);
+      }
+    }
+    return gathered;
   }
 
   GradientReducer& reducer_;
   UpdateTeam& team_;
+  const std::vector<std::unique_ptr<Context>>* peers_;  // every replica's context, this one's included
+  std::vector<autograd::IndexedSlices> rows_;            // this step's rows of the tables, per variable
   Communicator* communicator_ = nullptr;
   Communicator* workers_ = nullptr;
   uint64_t step_ = 0;
@@ -99,7 +139,7 @@ ReplicaRunner::ReplicaRunner(std::shared_ptr<ReplicaPool> pool, std::shared_ptr<
       reducer_(pool_->size(), gradient_bucket_bytes_from_env()),
       team_(pool_->size()) {
   const int replicas = pool_->size() * num_workers();
-  for (int r = 0; r < pool_->size(); ++r) contexts_.push_back(std::make_unique<Context>(r, replicas, reducer_, team_));
+  for (int r = 0; r < pool_->size(); ++r) contexts_.push_back(std::make_unique<Context>(r, replicas, reducer_, team_, contexts_));
 }
 
 int ReplicaRunner::num_workers() const { return workers_ ? workers_->size() : 1; }

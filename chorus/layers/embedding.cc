@@ -31,6 +31,7 @@ Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions opt
 
 void Embedding::build(const Tree& /*inputs*/) {
   embeddings_ = add_weight("embeddings", Shape{input_dim_, output_dim_}, options_.embeddings_initializer);
+  embeddings_.set_sparse_gradients(true);
 }
 
 Tree Embedding::call(const Tree& inputs, bool /*training*/) {

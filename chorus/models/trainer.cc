@@ -148,12 +148,13 @@ Logs Model::train_step(const Tree& batch) {
     // After the forward pass: a subclassed model's layers build on their first call.
     variables = trainable_weights();
     std::vector<Tensor> sources(variables.begin(), variables.end());
-    // Under data parallelism the gradients are reduced in buckets as backward produces
-    // them; on one device an embedding table's gradient stays sparse (the rows a batch
-    // read), as TensorFlow's IndexedSlices do.
+    // An embedding table's gradient stays sparse (the rows a batch read), as TensorFlow's
+    // IndexedSlices do. Under data parallelism the other gradients are reduced in buckets
+    // as backward produces them.
     auto* replica = distribute::ReplicaContext::current();
-    grads = replica != nullptr && !variables.empty() ? tape.gradient(loss, sources, replica->stream_gradients(variables))
-                                                     : tape.gradient(loss, sources, &sparse_grads);
+    grads = replica != nullptr && !variables.empty()
+                ? tape.gradient(loss, sources, replica->stream_gradients(variables), &sparse_grads)
+                : tape.gradient(loss, sources, &sparse_grads);
   }
   if (!variables.empty()) optimizer().apply_gradients(grads, variables, sparse_grads);
   update_metrics(loss, y, y_pred, sample_weight);

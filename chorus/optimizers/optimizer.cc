@@ -156,18 +156,21 @@ void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const V
   }
   const auto is_sparse = [&](size_t i) { return !sparse.empty() && sparse[i].defined(); };
   // Inside a data-parallel replica: reduce across replicas, then one update (tf.distribute's
-  // cross-replica apply_gradients). The reduction is dense.
-  if (auto* replica = distribute::ReplicaContext::current()) {
-    std::vector<Tensor> dense(grads.begin(), grads.end());
-    for (size_t i = 0; i < dense.size(); ++i) {
-      if (!is_sparse(i) || dense[i].defined()) continue;
-      check_slices(sparse[i], name_, variables[i].path());
-      dense[i] = sparse[i].to_dense();
+  // cross-replica apply_gradients).
+  for (size_t i = 0; i < sparse.size(); ++i) {
+    if (!is_sparse(i)) continue;
+    if (grads[i].defined()) {
+      throw_error<ValueError>("{}: variable '{}' got both a dense and a sparse gradient", name_, variables[i].path());
     }
-    replica->apply_gradients(dense, variables, [this](std::span<const Tensor> g, std::span<const Variable> v) {
-      distribute::ReplicaContextScope outside(nullptr);
-      apply_gradients(g, v);
-    });
+    check_slices(sparse[i], name_, variables[i].path());
+  }
+  if (auto* replica = distribute::ReplicaContext::current()) {
+    replica->apply_gradients(grads, sparse, variables,
+                             [this](std::span<const Tensor> g, std::span<const autograd::IndexedSlices> s,
+                                    std::span<const Variable> v) {
+                               distribute::ReplicaContextScope outside(nullptr);
+                               apply_gradients(g, v, s);
+                             });
     return;
   }
   if (!built_) build(variables);
@@ -186,10 +189,6 @@ void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const V
       }
       k = it->second;
     }
-    if (grads[i].defined() && is_sparse(i)) {
-      throw_error<ValueError>("{}: variable '{}' got both a dense and a sparse gradient", name_, v.path());
-    }
-    if (is_sparse(i)) check_slices(sparse[i], name_, v.path());
     const Shape& shape = is_sparse(i) ? sparse[i].dense_shape : grads[i].shape();
     const DType dtype = is_sparse(i) ? sparse[i].values.dtype() : grads[i].dtype();
     if (shape != v.shape()) {

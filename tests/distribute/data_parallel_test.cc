@@ -13,6 +13,7 @@
 
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
+#include "chorus/distribute/gradient_reducer.h"
 #include "tests/distribute/two_tower_util.h"
 #include "tests/models/model_test_util.h"
 #include "tests/testing/test_util.h"
@@ -105,13 +106,19 @@ TEST_F(DataParallelTest, SameRunTwiceGivesIdenticalBits) {
   for (size_t k = 0; k < wa.size(); ++k) EXPECT_TRUE(testing::same_bits(wa[k].value(), wb[k].value())) << wa[k].path();
 }
 
-std::unique_ptr<testing::TwoTower> train_two_tower(int devices) {
+// Large: tables of GradientReducer::kRowExchangeMinRows rows and more, of width 2, whose
+// gradients the replicas exchange as rows.
+constexpr int64_t kLargeUsers = distribute::GradientReducer::kRowExchangeMinRows, kLargeMovies = kLargeUsers + 500;
+
+std::unique_ptr<testing::TwoTower> train_two_tower(int devices, bool large = false) {
   layers::set_random_seed(11);
   if (devices > 0) dist::set_distribution(dist::DataParallel(first_devices(devices)));
-  auto model = std::make_unique<testing::TwoTower>(30, 40);
+  const int64_t users = large ? kLargeUsers : 30, movies = large ? kLargeMovies : 40;
+  auto model = std::make_unique<testing::TwoTower>(users, movies, large ? 2 : 8);
   model->compile({.optimizer = optimizers::Adagrad(0.2)});
   dist::set_distribution(nullptr);
-  model->fit(testing::two_tower_ratings(250).batch(64), {.epochs = 4, .verbose = 0});  // 64, 64, 64, 58
+  // Batches of 64, 64, 64, 58.
+  model->fit(testing::two_tower_ratings(250, users, movies).batch(64), {.epochs = 4, .verbose = 0});
   return model;
 }
 
@@ -122,6 +129,54 @@ TEST_F(DataParallelTest, TwoTowerMatchesOneDeviceOnOneToFourReplicas) {
     auto model = train_two_tower(devices);
     EXPECT_LE(testing::max_relative_difference(model->weights(), reference->weights()), 1e-5);
   }
+}
+
+TEST_F(DataParallelTest, LargeTablesExchangeRowsAndMatchOneDevice) {
+  // The replicas hand over the rows they read, and Adagrad updates only those (its
+  // grouped kernel). The same bits run to run.
+  auto reference = train_two_tower(0, /*large=*/true);
+  for (int devices = 2; devices <= 4; ++devices) {
+    SCOPED_TRACE(devices);
+    auto model = train_two_tower(devices, /*large=*/true);
+    EXPECT_LE(testing::max_relative_difference(model->weights(), reference->weights()), 1e-5);
+  }
+  auto a = train_two_tower(3, true), b = train_two_tower(3, true);
+  const auto wa = a->weights(), wb = b->weights();
+  for (size_t k = 0; k < wa.size(); ++k) EXPECT_TRUE(testing::same_bits(wa[k].value(), wb[k].value())) << wa[k].path();
+}
+
+// TwoTower with Keras's train_step written out by hand: dense gradients for every weight
+// (no sparse request), which the replicas then exchange as all of a large table's rows.
+class DenseTwoTower : public testing::TwoTower {
+ public:
+  using TwoTower::TwoTower;
+  models::Logs train_step(const Tree& batch) override {
+    const Tree& x = batch[0];
+    const Tree& y = batch[1];
+    autograd::GradientTape tape;
+    const Tree y_pred = (*this)(x, /*training=*/true);
+    const Tensor loss = compute_loss(x, y, y_pred, Tensor());
+    const std::vector<autograd::Variable> variables = trainable_weights();
+    const std::vector<Tensor> sources(variables.begin(), variables.end());
+    optimizer().apply_gradients(tape.gradient(loss, sources), variables);
+    update_metrics(loss, y, y_pred, Tensor());
+    return get_metrics_result();
+  }
+};
+
+TEST_F(DataParallelTest, DenseTableGradientsFromACustomTrainStepMatchOneDevice) {
+  auto train = [](int devices) {
+    layers::set_random_seed(11);
+    if (devices > 0) dist::set_distribution(dist::DataParallel(first_devices(devices)));
+    auto model = std::make_unique<DenseTwoTower>(kLargeUsers, kLargeMovies, 2);
+    model->compile({.optimizer = optimizers::Adagrad(0.2)});
+    dist::set_distribution(nullptr);
+    model->fit(testing::two_tower_ratings(250, kLargeUsers, kLargeMovies).batch(64), {.epochs = 2, .verbose = 0});
+    return model;
+  };
+  auto reference = train(0);
+  auto model = train(3);
+  EXPECT_LE(testing::max_relative_difference(model->weights(), reference->weights()), 1e-5);
 }
 
 // Plain gradient descent whose update records the threads its chunks run on; replica 0's

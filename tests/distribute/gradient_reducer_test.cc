@@ -1,5 +1,7 @@
 #include "chorus/distribute/gradient_reducer.h"
 
+#include "chorus/layers/embedding.h"
+
 #include <cstdlib>
 #include <exception>
 #include <string>
@@ -40,6 +42,22 @@ TEST(GradientReducerTest, ALargeKernelIsCutIntoRowBlocksOfItsOwn) {
   EXPECT_EQ(GradientReducer::plan_buckets(variables, kBucketBytes), (std::vector<int64_t>{12, 30, 30}));
   // A 1 MiB bucket holds them all.
   EXPECT_EQ(GradientReducer::plan_buckets(variables), (std::vector<int64_t>{72}));
+}
+
+TEST(GradientReducerTest, LargeEmbeddingTablesAreLeftOutOfTheBuckets) {
+  // Their gradients travel as rows (replica context), not in buckets.
+  const SmallModel model;
+  Variable table{"embedding/embeddings", random_tensor({GradientReducer::kRowExchangeMinRows, 2}, 14)};
+  table.set_sparse_gradients(true);
+  const std::vector<Variable> variables{table, model.k1, model.b1, model.k2};
+  EXPECT_EQ(GradientReducer::plan_buckets(variables), (std::vector<int64_t>{72}));
+  // A smaller table is all-reduced whole.
+  Variable small{"small/embeddings", random_tensor({10, 2}, 15)};
+  small.set_sparse_gradients(true);
+  EXPECT_EQ(GradientReducer::plan_buckets(std::vector<Variable>{small, model.k2}), (std::vector<int64_t>{26}));
+  layers::Embedding embedding(50, 4);
+  embedding(from_values<int32_t>({1}, {1}));
+  EXPECT_TRUE(embedding.embeddings().sparse_gradients());
 }
 
 // Two replicas stream their gradients (the first kernel in row blocks, from inside its

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chorus/chorus.h"
+#include "chorus/distribute/gradient_reducer.h"
 #include "chorus/distribute/launcher.h"
 #include "tests/distribute/two_tower_util.h"
 #include "tests/models/model_test_util.h"
@@ -96,7 +97,7 @@ data::Dataset text_examples_as_two_workers_batch_them() {
 // Runs a scenario: under MultiWorkerMirroredStrategy when `multi_worker`, else in this
 // process alone (the reference). Scenarios: "mlp" (98 rows in batches of 16, so the last
 // batch of 2 rows leaves a third worker empty), "mlp_wider" on rank 1 ("mismatch"),
-// "die" (rank 1 kills itself in epoch 2), "two_tower".
+// "die" (rank 1 kills itself in epoch 2), "two_tower", "two_tower_large".
 json run_scenario(const std::string& scenario, bool multi_worker) {
   std::optional<distribute::MultiWorkerMirroredStrategy> strategy;
   if (multi_worker) strategy.emplace();
@@ -106,11 +107,16 @@ json run_scenario(const std::string& scenario, bool multi_worker) {
     if (strategy) scope.emplace(strategy->scope());
     model.compile(std::move(options));
   };
-  if (scenario == "two_tower") {
+  if (scenario == "two_tower" || scenario == "two_tower_large") {
+    // Large: tables whose gradients the workers exchange as rows.
+    const bool large = scenario == "two_tower_large";
+    const int64_t users = large ? distribute::GradientReducer::kRowExchangeMinRows : 30;
+    const int64_t movies = large ? users + 500 : 40;
     layers::set_random_seed(11);
-    testing::TwoTower model(30, 40);
+    testing::TwoTower model(users, movies, large ? 2 : 8);
     compile(model, {.optimizer = optimizers::Adagrad(0.2)});
-    models::History history = model.fit(testing::two_tower_ratings(250).batch(64), {.epochs = 4, .verbose = 0});
+    models::History history =
+        model.fit(testing::two_tower_ratings(250, users, movies).batch(64), {.epochs = 4, .verbose = 0});
     return outcome(model, history);
   }
   if (scenario == "save_fails") {
@@ -437,6 +443,15 @@ TEST_F(MultiWorkerTest, TwoTowerOnTwoAndThreeWorkersMatchesOneProcess) {
   for (int world : {2, 3}) {
     SCOPED_TRACE(world);
     EXPECT_EQ(run_job("two_tower", world), std::vector<int>(static_cast<size_t>(world), 0));
+    expect_matches(reference, world);
+  }
+}
+
+TEST_F(MultiWorkerTest, LargeTablesExchangedAsRowsOnTwoAndThreeWorkersMatchOneProcess) {
+  const json reference = run_scenario("two_tower_large", false);
+  for (int world : {2, 3}) {
+    SCOPED_TRACE(world);
+    EXPECT_EQ(run_job("two_tower_large", world), std::vector<int>(static_cast<size_t>(world), 0));
     expect_matches(reference, world);
   }
 }

@@ -14,8 +14,8 @@ namespace chorus::testing {
 // The two-tower retrieval model of DESIGN.md §1 (without the retrieval layer).
 class TwoTower : public models::Model {
  public:
-  TwoTower(int64_t users, int64_t movies)
-      : user_(add<layers::Embedding>(users, 8)), movie_(add<layers::Embedding>(movies, 8)) {}
+  TwoTower(int64_t users, int64_t movies, int64_t dim = 8)
+      : user_(add<layers::Embedding>(users, dim)), movie_(add<layers::Embedding>(movies, dim)) {}
   Tree call(const Tree& x, bool) override { return Tree{{"user_embeddings", (*user_)(x.tensor())}}; }
   Tensor compute_loss(const Tree&, const Tree& y, const Tree& y_pred, const Tensor&) override {
     Tensor scores = ops::sum(y_pred["user_embeddings"].tensor() * (*movie_)(y["movie_id"].tensor()), 1, true);
@@ -27,13 +27,15 @@ class TwoTower : public models::Model {
   layers::Embedding* movie_;
 };
 
-// n (user, {movie_id, rating}) rows for TwoTower(30, 40), the same in every process.
-inline data::Dataset two_tower_ratings(int64_t n) {
+// n (user, {movie_id, rating}) rows for TwoTower(users, movies), the same in every
+// process. Ids repeat within a batch (at most 97 users and 89 movies are used), so a
+// table's gradient adds up rows.
+inline data::Dataset two_tower_ratings(int64_t n, int64_t users_count = 30, int64_t movies_count = 40) {
   Generator gen(5);
   Tensor users = Tensor::empty({n}, kInt32), movies = Tensor::empty({n}, kInt32);
   for (int64_t i = 0; i < n; ++i) {
-    users.data<int32_t>()[i] = static_cast<int32_t>((i * 7) % 30);
-    movies.data<int32_t>()[i] = static_cast<int32_t>((i * 13) % 40);
+    users.data<int32_t>()[i] = static_cast<int32_t>((i * 7) % std::min<int64_t>(users_count, 97));
+    movies.data<int32_t>()[i] = static_cast<int32_t>((i * 13) % std::min<int64_t>(movies_count, 89));
   }
   Tensor ratings = uniform(Shape{n}, gen, 0, 1);
   return data::Dataset::from_tensor_slices(Tree::list({users, Tree{{"movie_id", movies}, {"rating", ratings}}}));
