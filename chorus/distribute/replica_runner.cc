@@ -70,7 +70,7 @@ class ReplicaRunner::Context final : public ReplicaContext {
     // (Steps count from 1 for the team.)
     if (replica_id() == 0) {
       try {
-        const std::vector<autograd::IndexedSlices> gathered = any_rows ? gather_rows(variables) : rows_;
+        const std::vector<autograd::IndexedSlices> gathered = gather_rows(variables);
         backend::cpu::LentThreadsScope lent(&team_);
         update(reduced, gathered, variables);
       } catch (...) {  // ReplicaRunner::run releases the helpers as the step ends
