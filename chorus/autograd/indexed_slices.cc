@@ -10,15 +10,6 @@
 namespace chorus::autograd {
 namespace {
 
-// Elements in one row of the dense gradient.
-int64_t row_length(const Shape& dense_shape) { return dense_shape.dims().empty() ? 1 : dense_shape.numel() / dense_shape[0]; }
-
-Shape values_shape(const Shape& dense_shape, int64_t n) {
-  Shape shape{n};
-  for (int d = 1; d < dense_shape.rank(); ++d) shape.push_back(dense_shape[d]);
-  return shape;
-}
-
 template <class Fn>
 decltype(auto) with_indices(const Tensor& indices, Fn&& fn) {
   if (indices.dtype() == kInt32) return fn(indices.data<int32_t>());
@@ -27,12 +18,22 @@ decltype(auto) with_indices(const Tensor& indices, Fn&& fn) {
 
 }  // namespace
 
+int64_t IndexedSlices::row_width(const Shape& dense_shape) {
+  return dense_shape.rank() == 0 || dense_shape[0] == 0 ? 0 : dense_shape.numel() / dense_shape[0];
+}
+
+Shape IndexedSlices::rows_shape(const Shape& dense_shape, int64_t n) {
+  Shape shape{n};
+  for (int d = 1; d < dense_shape.rank(); ++d) shape.push_back(dense_shape[d]);
+  return shape;
+}
+
 Tensor IndexedSlices::to_dense() const {
   Tensor dense = zeros(dense_shape, kFloat32);
   const int64_t n = indices.numel();
   if (n > 0) {
     with_indices(indices, [&](const auto* idx) {
-      backend::cpu::scatter_add_rows(values.data<float>(), 1, n, row_length(dense_shape), idx, dense_shape[0],
+      backend::cpu::scatter_add_rows(values.data<float>(), 1, n, row_width(dense_shape), idx, dense_shape[0],
                                      dense.data<float>());
     });
   }
@@ -43,7 +44,7 @@ IndexedSlices IndexedSlices::concatenate(std::span<const IndexedSlices> parts) {
   assert(!parts.empty());
   if (parts.size() == 1) return parts[0];
   const Shape& dense_shape = parts[0].dense_shape;
-  const int64_t width = row_length(dense_shape);
+  const int64_t width = row_width(dense_shape);
   int64_t n = 0;
   bool same_dtype = true;
   for (const IndexedSlices& part : parts) {
@@ -51,7 +52,7 @@ IndexedSlices IndexedSlices::concatenate(std::span<const IndexedSlices> parts) {
     same_dtype = same_dtype && part.indices.dtype() == parts[0].indices.dtype();
   }
   const DType index_dtype = same_dtype ? parts[0].indices.dtype() : kInt64;
-  IndexedSlices out{.values = Tensor::empty(values_shape(dense_shape, n), kFloat32),
+  IndexedSlices out{.values = Tensor::empty(rows_shape(dense_shape, n), kFloat32),
                     .indices = Tensor::empty(Shape{n}, index_dtype),
                     .dense_shape = dense_shape};
   int64_t at = 0;

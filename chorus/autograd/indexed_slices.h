@@ -16,6 +16,11 @@ struct IndexedSlices {
   Shape dense_shape;  // the variable's shape
 
   bool defined() const { return values.defined(); }
+  // Elements in one row of the dense gradient (0 for a table without rows).
+  int64_t row_width() const { return row_width(dense_shape); }
+  static int64_t row_width(const Shape& dense_shape);
+  // The shape of `n` rows of a gradient of `dense_shape`: (n,) + dense_shape[1:].
+  static Shape rows_shape(const Shape& dense_shape, int64_t n);
 
   // The dense gradient: zeros, with the rows of `values` added at `indices` in position
   // order (the bits of the dense take gradient).

@@ -9,15 +9,10 @@
 #include "chorus/core/error.h"
 
 namespace chorus::distribute {
+
+using autograd::IndexedSlices;
+
 namespace {
-
-int64_t row_length(const Shape& shape) { return shape.rank() == 0 || shape[0] == 0 ? 0 : shape.numel() / shape[0]; }
-
-Shape rows_shape(const Shape& shape, int64_t n) {
-  Shape out{n};
-  for (int d = 1; d < shape.rank(); ++d) out.push_back(shape[d]);
-  return out;
-}
 
 int64_t index_at(const Tensor& indices, int64_t i) {
   return indices.dtype() == kInt32 ? indices.data<int32_t>()[i] : indices.data<int64_t>()[i];
@@ -25,14 +20,13 @@ int64_t index_at(const Tensor& indices, int64_t i) {
 
 }  // namespace
 
-autograd::IndexedSlices scaled_rows(const Tensor& dense, const autograd::IndexedSlices& sparse, const Shape& shape,
-                                    float scale) {
+IndexedSlices scaled_rows(const Tensor& dense, const IndexedSlices& sparse, const Shape& shape, float scale) {
   if (!sparse.defined() && !dense.defined()) return {};
-  const int64_t width = row_length(shape);
+  const int64_t width = IndexedSlices::row_width(shape);
   const int64_t n = sparse.defined() ? sparse.indices.numel() : shape[0];
-  autograd::IndexedSlices out{.values = Tensor::empty(rows_shape(shape, n), kFloat32),
-                              .indices = Tensor::empty(Shape{n}, kInt64),
-                              .dense_shape = shape};
+  IndexedSlices out{.values = Tensor::empty(IndexedSlices::rows_shape(shape, n), kFloat32),
+                    .indices = Tensor::empty(Shape{n}, kInt64),
+                    .dense_shape = shape};
   const float* in = sparse.defined() ? sparse.values.data<float>() : dense.data<float>();
   float* values = out.values.data<float>();
   for (int64_t i = 0; i < n * width; ++i) values[i] = in[i] * scale;
@@ -41,15 +35,14 @@ autograd::IndexedSlices scaled_rows(const Tensor& dense, const autograd::Indexed
   return out;
 }
 
-autograd::IndexedSlices gather_across_workers(const autograd::IndexedSlices& local, const Shape& shape,
-                                              Communicator& workers) {
+IndexedSlices gather_across_workers(const IndexedSlices& local, const Shape& shape, Communicator& workers) {
   if (shape[0] > std::numeric_limits<int32_t>::max()) {
     throw_error<ValueError>("data parallelism across workers: a table of {} rows has too many to exchange its "
                             "gradient as rows (at most 2^31 - 1)",
                             shape[0]);
   }
   const int size = workers.size();
-  const int64_t width = row_length(shape);
+  const int64_t width = IndexedSlices::row_width(shape);
   // Counts first (exact in float32 up to 2^24 rows a step), then rows padded to the most.
   const int64_t n = local.defined() ? local.indices.numel() : 0;
   Tensor counts = Tensor::empty(Shape{size}, kFloat32);
@@ -73,9 +66,9 @@ autograd::IndexedSlices gather_across_workers(const autograd::IndexedSlices& loc
   Tensor values_out = Tensor::empty(Shape{size * most * width}, kFloat32);
   workers.all_gather(rows_in, rows_out);
   workers.all_gather(values_in, values_out);
-  autograd::IndexedSlices out{.values = Tensor::empty(rows_shape(shape, total), kFloat32),
-                              .indices = Tensor::empty(Shape{total}, kInt64),
-                              .dense_shape = shape};
+  IndexedSlices out{.values = Tensor::empty(IndexedSlices::rows_shape(shape, total), kFloat32),
+                    .indices = Tensor::empty(Shape{total}, kInt64),
+                    .dense_shape = shape};
   int64_t at = 0;
   for (int w = 0; w < size; ++w) {
     const int64_t m = count[static_cast<size_t>(w)];

@@ -42,8 +42,7 @@ void check_slices(const autograd::IndexedSlices& slices, const std::string& opti
   const Shape& dense = slices.dense_shape;
   const bool index_ok =
       indices.defined() && indices.rank() == 1 && (indices.dtype() == kInt32 || indices.dtype() == kInt64);
-  Shape expected{index_ok ? indices.dim(0) : 0};
-  for (int d = 1; d < dense.rank(); ++d) expected.push_back(dense[d]);
+  const Shape expected = autograd::IndexedSlices::rows_shape(dense, index_ok ? indices.dim(0) : 0);
   if (!index_ok || dense.rank() == 0 || slices.values.shape() != expected) {
     throw_error<ValueError>(
         "{}: the sparse gradient for '{}' is malformed: expected (n,) int32 or int64 indices and values of shape "

@@ -19,7 +19,7 @@ std::vector<int32_t>& unset_groups(int64_t rows) {
 
 SparseRows::SparseRows(autograd::IndexedSlices slices) : slices_(std::move(slices)) {
   const Shape& dense = slices_.dense_shape;
-  width_ = dense.rank() == 0 || dense[0] == 0 ? 0 : dense.numel() / dense[0];
+  width_ = slices_.row_width();
   const int64_t n = slices_.indices.numel();
   if (n >= std::numeric_limits<int32_t>::max()) {
     throw_error<ValueError>("sparse gradient: {} rows in one step; at most {} are supported", n,
