@@ -30,6 +30,17 @@ TEST(IndexedSlicesTest, ToDenseAddsRepeatedRowsInPositionOrder) {
   EXPECT_EQ(slices.to_dense().to_vector<float>(), (std::vector<float>{10, 20, 0, 0, 101, 202, 0, 0}));
 }
 
+TEST(IndexedSlicesTest, ATableWithoutRowsHasEmptySlices) {
+  const IndexedSlices empty{.values = Tensor::empty({0, 3}), .indices = Tensor::empty({0}, kInt32),
+                            .dense_shape = Shape{0, 3}};
+  EXPECT_EQ(empty.row_width(), 0);
+  const std::vector<IndexedSlices> parts{empty, empty};
+  const IndexedSlices both = IndexedSlices::concatenate(parts);
+  EXPECT_EQ(both.values.shape(), (Shape{0, 3}));
+  EXPECT_EQ(both.to_dense().shape(), (Shape{0, 3}));
+  EXPECT_EQ(IndexedSlices::rows_shape(Shape{5, 2, 4}, 7), (Shape{7, 2, 4}));
+}
+
 TEST(IndexedSlicesTest, ConcatenateKeepsEveryRowAndWidensMixedIndices) {
   const IndexedSlices a{.values = from_values<float>({1, 2}, {1, 2}), .indices = from_values<int32_t>({3}, {1}),
                         .dense_shape = Shape{4, 2}};
