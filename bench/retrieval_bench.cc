@@ -14,8 +14,10 @@
 //                over both full tables densely, skipping the zero rows of a batch's
 //                gradient (what it does now), and over only the rows a batch touches
 //                (what a sparse gradient would update); one retrieval call.
+//   floor        the step's kernels in sequence on the real batches, with no layers,
+//                tape or optimizer bookkeeping: the unfused step's lower bound.
 // Usage: retrieval_bench [--data DIR] [--threads N] [--devices N] [--repeats R] [--torch-json FILE]
-//                        [--case tutorial|breakdown|ops]
+//                        [--case tutorial|breakdown|ops|floor]
 // Single-threaded driver; one JSON line per measurement (bench_util.h emit).
 #include <algorithm>
 #include <chrono>
@@ -223,6 +225,69 @@ void bench_breakdown(const Args& args, const ex::RetrievalDatasets& data) {
   bench::emit(record);
 }
 
+// --- floor: the step's kernels in sequence, with no framework -----------------------
+
+// The training step as its kernels alone, on the real batches: the forward ops and a
+// hand-written backward run with the tape off, then Adagrad's dense update of each
+// table (zero-fill, scatter-add of the batch's rows, the skip-zero kernel), with no
+// layers, Model, tape or optimizer bookkeeping. What a faster framework could reach
+// without fusing kernels; its gap to `breakdown` is the framework's share.
+void bench_floor(const Args& args, const ex::RetrievalDatasets& data) {
+  const int64_t dim = 32;
+  Generator gen(7);
+  struct Table {
+    Tensor value, accumulator;
+  };
+  Table tables[2];
+  for (int64_t t = 0; t < 2; ++t) {
+    const int64_t rows = t == 0 ? data.users_count + 1 : data.movies_count + 1;
+    tables[t] = {uniform(Shape{rows, dim}, gen, -0.05, 0.05), full(Shape{rows, dim}, 0.1)};
+  }
+  autograd::NoGradGuard no_grad;
+  auto step = [&](const Tree& batch) {
+    const Tensor ids[2] = {batch[0].tensor(), batch[1]["movie_id"].tensor()};
+    const Tensor u = ops::take(tables[0].value, ids[0], 0), m = ops::take(tables[1].value, ids[1], 0);
+    const Tensor scores = ops::sum(ops::multiply(u, m), 1, true);
+    const Tensor error = ops::subtract(scores, ops::expand_dims(batch[1]["rating"].tensor(), -1));
+    volatile float loss = ops::mean(ops::square(error)).item<float>();  // what the metrics read
+    (void)loss;
+    const Tensor d_scores = ops::multiply(error, scalar(2.0f / static_cast<float>(u.dim(0))));
+    const Tensor d_product = ops::broadcast_to(d_scores, u.shape());
+    const Tensor grads[2] = {ops::multiply(d_product, m), ops::multiply(d_product, u)};
+    for (int t = 0; t < 2; ++t) {
+      const Tensor dense =
+          autograd::IndexedSlices{.values = grads[t], .indices = ids[t], .dense_shape = tables[t].value.shape()}
+              .to_dense();
+      optimizers::kernels::adagrad({.var = tables[t].value.data<float>(),
+                                    .accumulator = tables[t].accumulator.data<float>(),
+                                    .grad = dense.data<float>(),
+                                    .lr = 0.2f,
+                                    .epsilon = 1e-7f,
+                                    .skip_zero_pieces = true},
+                                   dense.numel());
+    }
+  };
+  std::vector<double> per_step;
+  for (int r = 0; r < args.repeats + 1; ++r) {  // the first pass warms up
+    const auto start = Clock::now();
+    int64_t steps = 0;
+    for (int epoch = 0; epoch < 50; ++epoch) {
+      auto it = data.train.iterator(epoch);
+      while (std::optional<Tree> batch = it.next()) {
+        step(*batch);
+        ++steps;
+      }
+    }
+    if (r > 0) per_step.push_back(1e6 * seconds_since(start) / static_cast<double>(steps));
+  }
+  bench::emit({{"bench", "retrieval"},
+               {"case", "floor"},
+               {"threads", args.threads},
+               {"us_per_step", median(per_step)},
+               {"samples_us", per_step},
+               {"target_us_per_step_for_10x", "1e6 / (10 x the peer's steps/s): 18.6 at 5,360 steps/s"}});
+}
+
 // --- ops: the pieces of a step alone -------------------------------------------------
 
 void bench_ops(const Args& args, const ex::RetrievalDatasets& data) {
@@ -345,6 +410,7 @@ int main(int argc, char** argv) {
     if (args.only.empty() || args.only == "tutorial") bench_tutorial(args, data);
     if (args.only.empty() || args.only == "breakdown") bench_breakdown(args, data);
     if (args.only.empty() || args.only == "ops") bench_ops(args, data);
+    if (args.only.empty() || args.only == "floor") bench_floor(args, data);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "retrieval_bench: %s\n", e.what());
     return 1;

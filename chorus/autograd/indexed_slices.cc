@@ -30,14 +30,18 @@ Shape IndexedSlices::rows_shape(const Shape& dense_shape, int64_t n) {
 
 Tensor IndexedSlices::to_dense() const {
   Tensor dense = zeros(dense_shape, kFloat32);
-  const int64_t n = indices.numel();
-  if (n > 0) {
-    with_indices(indices, [&](const auto* idx) {
-      backend::cpu::scatter_add_rows(values.data<float>(), 1, n, row_width(dense_shape), idx, dense_shape[0],
-                                     dense.data<float>());
-    });
-  }
+  add_to(dense);
   return dense;
+}
+
+void IndexedSlices::add_to(Tensor& dense) const {
+  assert(dense.shape() == dense_shape && dense.dtype() == kFloat32);
+  const int64_t n = indices.numel();
+  if (n == 0) return;
+  with_indices(indices, [&](const auto* idx) {
+    backend::cpu::scatter_add_rows(values.data<float>(), 1, n, row_width(dense_shape), idx, dense_shape[0],
+                                   dense.data<float>());
+  });
 }
 
 IndexedSlices IndexedSlices::concatenate(std::span<const IndexedSlices> parts) {

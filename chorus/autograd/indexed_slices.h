@@ -25,6 +25,9 @@ struct IndexedSlices {
   // The dense gradient: zeros, with the rows of `values` added at `indices` in position
   // order (the bits of the dense take gradient).
   Tensor to_dense() const;
+  // Adds the rows into `dense`, a float32 tensor of dense_shape, in position order:
+  // onto zeros, the bits of to_dense().
+  void add_to(Tensor& dense) const;
 
   // All of `parts` (slices of one dense_shape) one after another: their sum. Indices
   // become int64 when the parts' index dtypes differ. REQUIRES: parts is not empty.

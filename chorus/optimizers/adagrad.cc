@@ -3,6 +3,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "chorus/core/creation.h"
 #include "chorus/core/error.h"
 #include "chorus/optimizers/base_options.h"
 #include "chorus/optimizers/sparse_rows.h"
@@ -42,12 +43,26 @@ void Adagrad::update_step_sparse(const autograd::IndexedSlices& grad, const Vari
                                  double lr, int64_t step) {
   const auto lr32 = static_cast<float>(lr), epsilon = static_cast<float>(epsilon_);
   // Rows a batch did not touch keep their bits under the dense update only on the
-  // skip_zero_pieces conditions (update_kernels.h); otherwise the dense update it is. And
-  // unless the table has well over the batch's rows, the dense update's sequential passes
-  // beat grouping the rows (docs/benchmarks.md); the bits are the same either way.
-  if (!(std::isfinite(lr32) && lr32 >= 0 && epsilon >= FLT_MIN) ||
-      variable.shape()[0] < kSparseMinRowsPerGradientRow * grad.indices.numel()) {
+  // skip_zero_pieces conditions (update_kernels.h); otherwise the dense update it is.
+  if (!(std::isfinite(lr32) && lr32 >= 0 && epsilon >= FLT_MIN)) {
     Optimizer::update_step_sparse(grad, variable, slot_index, lr, step);
+    return;
+  }
+  if (variable.shape()[0] < kSparseMinRowsPerGradientRow * grad.indices.numel()) {
+    // Unless the table has well over the batch's rows, the dense update's sequential
+    // passes beat grouping the rows (docs/benchmarks.md); the bits are the same either
+    // way. Its gradient goes into a buffer kept at +0.0 between steps: the rows are added
+    // into it and the update resets what it reads, so a step costs no table-sized fill.
+    Tensor& dense = zeroed_gradient(slot_index, variable);
+    grad.add_to(dense);
+    kernels::adagrad({.var = variable.value().data<float>(),
+                      .accumulator = slots(slot_index)[0].value().data<float>(),
+                      .grad = dense.data<float>(),
+                      .lr = lr32,
+                      .epsilon = epsilon,
+                      .skip_zero_pieces = true,
+                      .reset_grad = dense.data<float>()},
+                     dense.numel());
     return;
   }
   const SparseRows rows(grad);
@@ -57,6 +72,13 @@ void Adagrad::update_step_sparse(const autograd::IndexedSlices& grad, const Vari
                            .lr = lr32,
                            .epsilon = epsilon},
                           rows.groups(), 0, rows.size());
+}
+
+Tensor& Adagrad::zeroed_gradient(size_t slot_index, const Variable& variable) {
+  if (zeroed_gradients_.size() <= slot_index) zeroed_gradients_.resize(slot_index + 1);
+  Tensor& buffer = zeroed_gradients_[slot_index];
+  if (!buffer.defined() || buffer.shape() != variable.shape()) buffer = zeros(variable.shape(), kFloat32);
+  return buffer;
 }
 
 nlohmann::json Adagrad::get_config() const {

@@ -52,8 +52,14 @@ class Adagrad : public Optimizer {
                           double lr, int64_t step) override;
 
  private:
+  // A table-shaped gradient buffer for the variable at slot_index, +0.0 between steps.
+  Tensor& zeroed_gradient(size_t slot_index, const Variable& variable);
+
   double initial_accumulator_value_;
   double epsilon_;
+  // By slot index: the buffers a small table's sparse gradients are added into (not
+  // state: not saved, and all +0.0 whenever no update runs).
+  std::vector<Tensor> zeroed_gradients_;
 };
 
 }  // namespace chorus::optimizers

@@ -48,6 +48,9 @@ struct AdamArgs {
 // initial value >= +0: acc + 0 = acc, and var - (+0) / r = var for r > 0. A piece with
 // any other bit pattern (-0.0, NaN, a value) takes the dense update.
 inline constexpr int64_t kAdagradPiece = 32;
+// With reset_grad (the same array as grad), every element the update reads is set back
+// to +0.0 afterwards, so a gradient buffer kept between steps is all zero again without
+// a separate fill; with skip_zero_pieces only the pieces updated are written.
 struct AdagradArgs {
   float* var;
   float* accumulator;
@@ -55,6 +58,7 @@ struct AdagradArgs {
   float lr;
   float epsilon;
   bool skip_zero_pieces = false;
+  float* reset_grad = nullptr;
 };
 
 // A sparse gradient grouped by row (SparseRows): group g is row rows[g] of the variable;

@@ -111,6 +111,16 @@ void adam_loop(const AdamArgs& a, int64_t begin, int64_t end) {
   for (int64_t i = 0; i < n; ++i) var[start + i] -= (lr * g[start + i]) / r[i];
 }
 
+// adagrad_block, then the gradient it read reset to +0.0 where asked (AdagradArgs);
+// outside adagrad_block, whose gradient pointer is __restrict.
+[[gnu::always_inline]] inline void adagrad_block_and_reset(const AdagradArgs& a, int64_t start, int64_t n,
+                                                           float* __restrict r) {
+  adagrad_block(a, start, n, r);
+  if (a.reset_grad != nullptr) {
+    for (int64_t i = 0; i < n; ++i) a.reset_grad[start + i] = 0.0f;
+  }
+}
+
 // Whether g[begin, begin + n) is all +0.0 (bit pattern 0: -0.0 and NaN are not).
 [[gnu::always_inline]] inline bool all_positive_zero(const float* __restrict g, int64_t begin, int64_t n) {
   uint32_t bits = 0;
@@ -145,7 +155,7 @@ constexpr int64_t kPiecesPerPass = 256;
 void adagrad_loop(const AdagradArgs& a, int64_t begin, int64_t end) {
   alignas(64) float root[kBlock];
   if (!a.skip_zero_pieces) {
-    for (int64_t start = begin; start < end; start += kBlock) adagrad_block(a, start, block_length(start, end), root);
+    for (int64_t start = begin; start < end; start += kBlock) adagrad_block_and_reset(a, start, block_length(start, end), root);
     return;
   }
   // Pieces are aligned to multiples of kAdagradPiece from element 0, whatever the chunk:
@@ -153,11 +163,11 @@ void adagrad_loop(const AdagradArgs& a, int64_t begin, int64_t end) {
   const int64_t first = (begin + kAdagradPiece - 1) / kAdagradPiece * kAdagradPiece;
   const int64_t last = end / kAdagradPiece * kAdagradPiece;
   if (first > last) {  // inside one piece
-    if (!all_positive_zero(a.grad, begin, end - begin)) adagrad_block(a, begin, end - begin, root);
+    if (!all_positive_zero(a.grad, begin, end - begin)) adagrad_block_and_reset(a, begin, end - begin, root);
     return;
   }
-  if (!all_positive_zero(a.grad, begin, first - begin)) adagrad_block(a, begin, first - begin, root);
-  if (!all_positive_zero(a.grad, last, end - last)) adagrad_block(a, last, end - last, root);
+  if (!all_positive_zero(a.grad, begin, first - begin)) adagrad_block_and_reset(a, begin, first - begin, root);
+  if (!all_positive_zero(a.grad, last, end - last)) adagrad_block_and_reset(a, last, end - last, root);
   // Whole pieces: list the non-zero ones without a branch (which are zero is data, and
   // mispredicting it cost more than the update saved), then update the listed ones.
   int64_t listed[kPiecesPerPass];
@@ -169,7 +179,7 @@ void adagrad_loop(const AdagradArgs& a, int64_t begin, int64_t end) {
       listed[count] = p;
       count += piece_is_zero(a.grad + p) ? 0 : 1;
     }
-    for (int64_t i = 0; i < count; ++i) adagrad_block(a, listed[i], kAdagradPiece, root);
+    for (int64_t i = 0; i < count; ++i) adagrad_block_and_reset(a, listed[i], kAdagradPiece, root);
   }
 }
 

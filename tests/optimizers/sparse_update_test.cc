@@ -64,8 +64,13 @@ TEST(SparseUpdateTest, AdagradUpdatesOnlyTheListedRowsWithTheDenseBits) {
 }
 
 TEST(SparseUpdateTest, AdagradOnASmallTableTakesTheDenseUpdate) {
-  Adagrad sparse(0.2), dense(0.2);
-  expect_sparse_equals_dense(sparse, dense, /*rows=*/50, 32, /*n=*/60);
+  // The gradient goes into a buffer kept at +0.0 between steps: each step's different
+  // rows would pick up what an earlier step left in it. Widths whose pieces straddle
+  // rows, and a table whose last piece is partial (50 x 5 elements).
+  for (const int64_t width : {32, 5, 300}) {
+    Adagrad sparse(0.2), dense(0.2);
+    expect_sparse_equals_dense(sparse, dense, /*rows=*/50, width, /*n=*/60);
+  }
 }
 
 TEST(SparseUpdateTest, AdagradWithAnInfiniteRateAgreesWithDenseToo) {
