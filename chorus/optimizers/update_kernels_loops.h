@@ -155,7 +155,9 @@ constexpr int64_t kPiecesPerPass = 256;
 void adagrad_loop(const AdagradArgs& a, int64_t begin, int64_t end) {
   alignas(64) float root[kBlock];
   if (!a.skip_zero_pieces) {
-    for (int64_t start = begin; start < end; start += kBlock) adagrad_block_and_reset(a, start, block_length(start, end), root);
+    for (int64_t start = begin; start < end; start += kBlock) {
+      adagrad_block_and_reset(a, start, block_length(start, end), root);
+    }
     return;
   }
   // Pieces are aligned to multiples of kAdagradPiece from element 0, whatever the chunk:
