@@ -10,10 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <optional>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -27,20 +30,6 @@ int g_signal_pipe = -1;  // the write end; signals are turned into bytes on it
 void on_signal(int signal) {
   const char byte = static_cast<char>(signal);
   [[maybe_unused]] ssize_t n = ::write(g_signal_pipe, &byte, 1);
-}
-
-int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    throw_error<Error>("chorus launch: cannot find a free port: {}", std::strerror(errno));
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
 }
 
 struct Worker {
@@ -108,7 +97,39 @@ int exit_code(int status) {
   return 1;
 }
 
+// Binds `port` on loopback (0: the kernel picks one) and closes it: the port bound, or -1.
+int bind_loopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  socklen_t length = sizeof address;
+  int bound = -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    bound = ntohs(address.sin_port);
+  }
+  ::close(fd);
+  return bound;
+}
+
 }  // namespace
+
+int free_loopback_port() {
+  int ephemeral_low = 32768;  // Linux's default, if /proc says nothing
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+  const int high = ephemeral_low - 1, low = std::max(1025, high - 10000);
+  thread_local std::mt19937 random(std::random_device{}());
+  for (int attempt = 0; low < high && attempt < 100; ++attempt) {
+    const int port = std::uniform_int_distribution<int>(low, high)(random);
+    if (bind_loopback(port) == port) return port;
+  }
+  const int port = bind_loopback(0);
+  if (port < 0) throw_error<Error>("chorus launch: cannot find a free port: {}", std::strerror(errno));
+  return port;
+}
 
 int launch(const LaunchOptions& o) {
   if (o.command.empty()) throw ValueError("chorus launch: no program given (chorus launch -n N -- PROGRAM ARGS...)");

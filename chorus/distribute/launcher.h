@@ -31,4 +31,10 @@ struct LaunchOptions {
 // node_rank out of range) and Error if a worker cannot be started.
 int launch(const LaunchOptions& options);
 
+// A loopback TCP port nobody listens on now, for a single-host job's rendezvous. Picked
+// below the kernel's ephemeral range (ip_local_port_range) where it can be: a port from
+// that range may be handed to any socket bound to port 0 or connecting out (Gloo's) before
+// rank 0 binds it. Throws Error if no port can be bound at all.
+int free_loopback_port();
+
 }  // namespace chorus::distribute

@@ -1,11 +1,17 @@
 // chorus launch's engine on real child processes: the environment each worker sees, the
-// rank prefix on its output, and stopping everyone when one worker fails.
+// rank prefix on its output, stopping everyone when one worker fails, and the free port a
+// single-host job rendezvouses on.
 #include "chorus/distribute/launcher.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <fstream>
 
 #include "chorus/core/error.h"
 
@@ -46,6 +52,26 @@ TEST(LauncherTest, BadOptions) {
               ThrowsMessage<ValueError>(HasSubstr("--node-rank 2 is out of range for --nnodes 2")));
   EXPECT_THAT([] { launch({.master = "nohostport", .command = {"true"}}); },
               ThrowsMessage<ValueError>(HasSubstr("--master expects HOST:PORT")));
+}
+
+TEST(LauncherTest, FreePortsComeFromBelowTheEphemeralRangeAndCanBeListenedOn) {
+  int ephemeral_low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+  for (int i = 0; i < 20; ++i) {
+    const int port = free_loopback_port();
+    EXPECT_GT(port, 1024);
+    if (ephemeral_low > 1026) {
+      EXPECT_LT(port, ephemeral_low);
+    }
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0) << port;
+    EXPECT_EQ(::listen(fd, 1), 0) << port;
+    ::close(fd);
+  }
 }
 
 }  // namespace
