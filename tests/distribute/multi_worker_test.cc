@@ -334,15 +334,21 @@ class MultiWorkerTest : public testing::TempDirTest {
       }
     }
   }
+
+  // Runs `scenario` in one process, then as jobs of 2 and 3 workers that must all exit 0
+  // and end with the one process's results.
+  void expect_two_and_three_workers_match_one_process(const std::string& scenario) {
+    const json reference = run_scenario(scenario, false);
+    for (int world : {2, 3}) {
+      SCOPED_TRACE(world);
+      EXPECT_EQ(run_job(scenario, world), std::vector<int>(static_cast<size_t>(world), 0));
+      expect_matches(reference, world);
+    }
+  }
 };
 
 TEST_F(MultiWorkerTest, MlpOnTwoAndThreeWorkersMatchesOneProcess) {
-  const json reference = run_scenario("mlp", false);
-  for (int world : {2, 3}) {
-    SCOPED_TRACE(world);
-    EXPECT_EQ(run_job("mlp", world), std::vector<int>(static_cast<size_t>(world), 0));
-    expect_matches(reference, world);
-  }
+  expect_two_and_three_workers_match_one_process("mlp");
 }
 
 TEST_F(MultiWorkerTest, BatchLogsReadOnOneRankAreTheGlobalBatchsOnEveryStep) {
@@ -439,21 +445,11 @@ TEST_F(MultiWorkerTest, KernelRowBlocksStreamedFromBackwardMatchOneProcess) {
 }
 
 TEST_F(MultiWorkerTest, TwoTowerOnTwoAndThreeWorkersMatchesOneProcess) {
-  const json reference = run_scenario("two_tower", false);
-  for (int world : {2, 3}) {
-    SCOPED_TRACE(world);
-    EXPECT_EQ(run_job("two_tower", world), std::vector<int>(static_cast<size_t>(world), 0));
-    expect_matches(reference, world);
-  }
+  expect_two_and_three_workers_match_one_process("two_tower");
 }
 
 TEST_F(MultiWorkerTest, LargeTablesExchangedAsRowsOnTwoAndThreeWorkersMatchOneProcess) {
-  const json reference = run_scenario("two_tower_large", false);
-  for (int world : {2, 3}) {
-    SCOPED_TRACE(world);
-    EXPECT_EQ(run_job("two_tower_large", world), std::vector<int>(static_cast<size_t>(world), 0));
-    expect_matches(reference, world);
-  }
+  expect_two_and_three_workers_match_one_process("two_tower_large");
 }
 
 TEST_F(MultiWorkerTest, LaunchRunsAJob) {
