@@ -1,13 +1,16 @@
-// SHA-256 (FIPS 180-4) for verifying downloaded datasets: a streaming hasher fed while
-// bytes arrive, plus one-shot helpers. A Sha256 object is plain state owned by one thread;
-// the free functions are thread-safe.
+// SHA-256 for verifying downloaded datasets: a streaming hasher fed while bytes arrive,
+// plus one-shot helpers, over OpenSSL's libcrypto (EVP). A Sha256 object owns its digest
+// context and belongs to one thread; the free functions are thread-safe.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX, kept out of chorus's public headers
 
 namespace chorus::data {
 
@@ -15,7 +18,11 @@ class Sha256 {
  public:
   using Digest = std::array<uint8_t, 32>;
 
-  Sha256() { reset(); }
+  // Throws Error if libcrypto cannot create a digest context.
+  Sha256();
+  ~Sha256();
+  Sha256(Sha256&&) noexcept;
+  Sha256& operator=(Sha256&&) noexcept;
 
   // Appends `size` bytes to the message.
   void update(const void* data, size_t size);
@@ -24,15 +31,14 @@ class Sha256 {
   Digest finish();
   // finish() as 64 lowercase hex characters, the form `sha256sum` prints.
   std::string finish_hex();
+  // Discards what was fed so far and starts a new, empty message.
   void reset();
 
  private:
-  void compress(const uint8_t* block);
-
-  std::array<uint32_t, 8> state_;
-  std::array<uint8_t, 64> buffer_;
-  size_t buffered_ = 0;    // bytes waiting in buffer_
-  uint64_t length_ = 0;    // message length so far, in bytes
+  struct FreeContext {
+    void operator()(evp_md_ctx_st* context) const;
+  };
+  std::unique_ptr<evp_md_ctx_st, FreeContext> context_;
 };
 
 // Lowercase hex of a digest.

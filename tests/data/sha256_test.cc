@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -67,6 +68,25 @@ TEST(Sha256Test, FinishStartsANewMessage) {
   (void)hasher.finish();
   hasher.update("abc");
   EXPECT_EQ(hasher.finish_hex(), sha256_hex("abc"));
+}
+
+TEST(Sha256Test, ResetDiscardsWhatWasFed) {
+  Sha256 hasher;
+  hasher.update("junk");
+  hasher.reset();
+  hasher.update("abc");
+  EXPECT_EQ(hasher.finish_hex(), sha256_hex("abc"));
+}
+
+TEST(Sha256Test, AMovedHasherKeepsItsMessage) {
+  Sha256 first;
+  first.update("ab");
+  Sha256 second = std::move(first);
+  second.update("c");
+  EXPECT_EQ(second.finish_hex(), sha256_hex("abc"));
+  first = Sha256();  // a moved-from hasher can be assigned a new one and used again
+  first.update("abc");
+  EXPECT_EQ(first.finish_hex(), sha256_hex("abc"));
 }
 
 TEST(Sha256Test, FileDigestMatchesBytes) {

@@ -1,0 +1,59 @@
+// Where tests find the shared data sets, and what a test that cannot find one says: a
+// user who cloned the repository alone must learn how to supply the data.
+#include "tests/testing/shared_data.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace chorus::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Points CHORUS_SHARED_DATA and CHORUS_DATA_HOME at empty folders of a fresh temporary
+// directory for the test's duration.
+class SharedDataTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() / ("chorus_shared_data_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(root_ / "shared");
+    std::filesystem::create_directories(root_ / "home");
+    ::setenv("CHORUS_SHARED_DATA", (root_ / "shared").c_str(), 1);
+    ::setenv("CHORUS_DATA_HOME", (root_ / "home").c_str(), 1);
+  }
+  void TearDown() override {
+    ::unsetenv("CHORUS_SHARED_DATA");
+    ::unsetenv("CHORUS_DATA_HOME");
+    std::filesystem::remove_all(root_);
+  }
+  std::filesystem::path root_;
+};
+
+TEST_F(SharedDataTest, AFolderUnderTheRootIsFound) {
+  std::filesystem::create_directories(root_ / "shared" / "mnist");
+  EXPECT_EQ(shared_data_dir("mnist"), (root_ / "shared" / "mnist").string());
+}
+
+TEST_F(SharedDataTest, MissingDataSetsAreNotFoundAndTheMessageSaysHowToSupplyThem) {
+  EXPECT_EQ(shared_data_dir("mnist"), std::nullopt);
+  EXPECT_EQ(shared_data_dir("ml-100k"), std::nullopt);
+  EXPECT_EQ(shared_data_dir("wikitext-2"), std::nullopt);
+  EXPECT_THAT(shared_data_missing("ml-100k"),
+              AllOf(HasSubstr("'ml-100k' not found at " + (root_ / "shared" / "ml-100k").string()),
+                    HasSubstr("set CHORUS_SHARED_DATA to the folder holding it"),
+                    HasSubstr("run `build/chorus data fetch movielens-100k`")));
+  EXPECT_THAT(shared_data_missing("mnist"), HasSubstr("run `build/chorus data fetch mnist`"));
+  // No download is registered for WikiText-2: the message must not promise one.
+  EXPECT_THAT(shared_data_missing("wikitext-2"),
+              AllOf(HasSubstr("CHORUS_SHARED_DATA"), Not(HasSubstr("data fetch"))));
+}
+
+}  // namespace
+}  // namespace chorus::testing
