@@ -2,6 +2,10 @@
 # (find_package(chorus CONFIG) → chorus::chorus), and a Debian package libchorus-dev whose
 # Depends are the -dev packages of chorus_dependencies.cmake.
 include(GNUInstallDirs)
+
+# `cmake --install` and `cpack` package the library as built and do not first build every
+# target: the README's demo build (library + demo) is enough to package, with no tests.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 include(CMakePackageConfigHelpers)
 
 set(CHORUS_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/chorus)
