@@ -9,7 +9,7 @@ namespace ch = chorus;
 int main() {
   ch::Generator gen(7);
   const ch::Tensor x = ch::uniform({4096, 2}, gen, -1.0, 1.0);
-  const ch::Tensor x0 = ch::ops::slice(x, {0, 0}, {4096, 1}), x1 = ch::ops::slice(x, {0, 1}, {4096, 2});
+  const ch::Tensor x0 = ch::ops::slice(x, {0, 0}, {4096, 1}), x1 = ch::ops::slice(x, {0, 1}, {4096, 1});
   const ch::Tensor y = ch::ops::tanh(2 * x0) + ch::ops::square(x1);
 
   auto inputs = ch::Input({2});
