@@ -24,6 +24,7 @@
 #include "chorus/ops/ops.h"
 #include "chorus/optimizers/optimizers.h"
 #include "chorus/recsys/recsys.h"
+#include "chorus/text/text.h"
 
 namespace chorus {
 

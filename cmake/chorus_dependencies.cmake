@@ -11,4 +11,7 @@ macro(chorus_find_dependencies command)
   cmake_language(CALL ${command} ZLIB ${ARGN})                  # gzipped IDX files
   cmake_language(CALL ${command} OpenSSL ${ARGN})               # libcrypto: SHA-256 of downloads
   cmake_language(CALL ${command} Gloo CONFIG ${ARGN})           # multi-worker collectives (target gloo)
+  cmake_language(CALL ${command} ICU COMPONENTS uc i18n ${ARGN}) # text: normalisation, categories, case folding
+  cmake_language(CALL ${command} PkgConfig ${ARGN})
+  pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)           # text: regular expressions (no CMake config in Debian)
 endmacro()
