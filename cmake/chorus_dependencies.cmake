@@ -11,4 +11,5 @@ macro(chorus_find_dependencies command)
   cmake_language(CALL ${command} ZLIB ${ARGN})                  # gzipped IDX files
   cmake_language(CALL ${command} OpenSSL ${ARGN})               # libcrypto: SHA-256 of downloads
   cmake_language(CALL ${command} Gloo CONFIG ${ARGN})           # multi-worker collectives (target gloo)
+  cmake_language(CALL ${command} Protobuf ${ARGN})              # TensorBoard event files (protobuf::libprotobuf)
 endmacro()
