@@ -14,4 +14,5 @@ macro(chorus_find_dependencies command)
   cmake_language(CALL ${command} ICU COMPONENTS uc i18n ${ARGN}) # text: normalisation, categories, case folding
   cmake_language(CALL ${command} PkgConfig ${ARGN})
   pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)           # text: regular expressions (no CMake config in Debian)
+  cmake_language(CALL ${command} Protobuf ${ARGN})              # TensorBoard event files (protobuf::libprotobuf)
 endmacro()

@@ -10,6 +10,7 @@
 #include "chorus/callbacks/model_checkpoint.h"
 #include "chorus/callbacks/monitor_callback.h"
 #include "chorus/callbacks/reduce_lr_on_plateau.h"
+#include "chorus/callbacks/tensorboard.h"
 #include "chorus/callbacks/terminate_on_nan.h"
 #include "chorus/models/callback.h"
 #include "chorus/models/history.h"

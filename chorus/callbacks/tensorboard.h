@@ -1,0 +1,73 @@
+// TensorBoard: writes the logs of fit (and evaluate) as scalar summaries in TensorBoard's
+// event files (Keras's TensorBoard callback). Owns the open files between on_train_begin
+// and on_train_end. One training thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "chorus/models/callback.h"
+#include "chorus/models/logs.h"
+
+namespace chorus::io {
+class EventFileWriter;
+}
+
+namespace chorus::callbacks {
+
+struct TensorBoardOptions {
+  // nullopt (Keras's "epoch"): scalars at the end of each epoch only. N: also
+  // batch_<name> after every Nth training batch, counted from 1 across the epochs of a fit
+  // (Keras's "batch" is 1). Many small writes slow training; N >= 1.
+  std::optional<int64_t> update_freq;
+};
+
+// In log_dir/train: epoch_<name> for each training log (epoch_loss, epoch_<metric>) and
+// epoch_learning_rate (the optimizer's rate for the next step), at step = epoch (0-based);
+// with update_freq, batch_<name> at step = the batch's 1-based number in the fit. In
+// log_dir/validation: epoch_<name> for each val_<name> at step = epoch, and after each
+// evaluation evaluation_<name>_vs_iterations at step = optimizer iterations. Each fit
+// opens new files (events.out.tfevents.<secs>.<host>.<pid>.<n>.v2), flushed after each
+// epoch and closed at the end of training. In a multi-worker job only rank 0 writes.
+// Keras's histogram, graph, image, embedding and profiler options are not supported.
+//
+//   model.fit(train, {.epochs = 5, .validation_data = test, .callbacks = {TensorBoard("logs")}});
+class TensorBoard : public models::Callback {
+ public:
+  // Throws ValueError for an empty log_dir or update_freq < 1.
+  explicit TensorBoard(std::string log_dir = "logs", TensorBoardOptions options = {});
+  ~TensorBoard() override;
+  TensorBoard(TensorBoard&&) noexcept;
+  TensorBoard& operator=(TensorBoard&&) noexcept;
+
+  // Opens log_dir/train. Throws IOError naming the directory when it cannot be created.
+  void on_train_begin(const models::Logs& logs) override;
+  void on_train_end(const models::Logs& logs) override;
+  void on_epoch_end(int epoch, const models::Logs& logs) override;
+  void on_train_batch_begin(int64_t batch, const models::Logs& logs) override;
+  void on_train_batch_end(int64_t batch, const models::Logs& logs) override;
+  void on_test_end(const models::Logs& logs) override;
+  bool implements_train_batch_hooks() const override { return options_.update_freq.has_value(); }
+  bool implements_test_batch_hooks() const override { return false; }
+
+  const std::string& log_dir() const { return log_dir_; }
+  const TensorBoardOptions& options() const { return options_; }
+
+ private:
+  // Whether this process writes: not a worker of a multi-worker job other than rank 0.
+  static bool is_chief();
+  io::EventFileWriter& train_writer();
+  io::EventFileWriter& val_writer();
+  void close_writers();
+
+  std::string log_dir_;
+  TensorBoardOptions options_;
+  bool chief_ = true;
+  int64_t global_train_batch_ = 0;
+  std::unique_ptr<io::EventFileWriter> train_writer_;
+  std::unique_ptr<io::EventFileWriter> val_writer_;
+};
+
+}  // namespace chorus::callbacks
