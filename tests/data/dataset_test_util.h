@@ -43,10 +43,12 @@ inline std::vector<std::string> fingerprints(const Dataset& ds, int64_t epoch = 
 // For every k in `stops`: reads k elements of pass `epoch` of make(), saves the position
 // (through its JSON text, as a checkpoint would), restores it into an iterator of a
 // fresh make() (as a restarted process would) and checks that the rest of the pass is
-// exactly what an uninterrupted pass yields.
+// exactly what an uninterrupted pass yields. REQUIRES (checked): the pass yields at least
+// one element.
 template <class Make>
 void expect_restores_exactly(Make make, const std::vector<int64_t>& stops, int64_t epoch = 0) {
   const std::vector<std::string> full = fingerprints(make(), epoch);
+  ASSERT_FALSE(full.empty()) << "pass " << epoch << " yields nothing: there is no position to restore";
   for (int64_t k : stops) {
     if (k > static_cast<int64_t>(full.size())) continue;
     SCOPED_TRACE(fmt::format("restoring after {} of {} elements of pass {}", k, full.size(), epoch));

@@ -10,10 +10,12 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
 #include "chorus/distribute/gradient_reducer.h"
+#include "chorus/distribute/replica_runner.h"
 #include "tests/distribute/two_tower_util.h"
 #include "tests/models/model_test_util.h"
 #include "tests/testing/test_util.h"
@@ -289,43 +291,136 @@ TEST_F(DataParallelTest, VariablesCreatedOutsideTheScopeAreMirroredToo) {
   EXPECT_LE(testing::max_relative_difference(model->weights(), reference.model->weights()), 1e-5);
 }
 
-TEST_F(DataParallelTest, BatchNormMovingMeanMatchesOneDevice) {
-  auto train = [](int devices) {
-    layers::set_random_seed(3);
-    if (devices > 0) dist::set_distribution(dist::DataParallel(first_devices(devices)));
-    Tensor x = layers::Input({4});
-    Tensor h = layers::BatchNormalization()(x);
-    auto model = std::make_unique<models::Model>(x, layers::Dense(2)(h));
-    model->compile({.optimizer = "sgd", .loss = "mse"});
-    dist::set_distribution(nullptr);
-    Generator gen(4);
-    model->fit(uniform(Shape{30, 4}, gen, -2, 3), uniform(Shape{30, 2}, gen), {.batch_size = 15, .verbose = 0, .shuffle = false});
-    return model;
-  };
-  auto reference = train(0), model = train(2);
-  // The moving mean is the row-weighted mean of the slices' means: the global mean.
-  for (size_t k = 0; k < reference->weights().size(); ++k) {
-    if (reference->weights()[k].path().find("moving_mean") == std::string::npos) continue;
-    const auto a = model->weights()[k].value().to_vector<float>(), b = reference->weights()[k].value().to_vector<float>();
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6);
+// The moving statistics a BatchNormalization(momentum 0.99) over `x` ends with after one
+// pass in batches of `batch` rows split over `replicas`: each step moves them towards the
+// row-weighted mean of the slices' means and (biased) variances, as TF's MirroredStrategy
+// averages the replicas' updates. Returns {moving_mean, moving_variance} per channel.
+std::pair<std::vector<double>, std::vector<double>> expected_moving_statistics(const Tensor& x, int64_t batch,
+                                                                               int replicas) {
+  const int64_t rows = x.dim(0), channels = x.dim(1);
+  const float* px = x.data<float>();
+  std::vector<double> mean(static_cast<size_t>(channels), 0.0), variance(static_cast<size_t>(channels), 1.0);
+  for (int64_t start = 0; start < rows; start += batch) {
+    const int64_t size = std::min(batch, rows - start);
+    for (int64_t c = 0; c < channels; ++c) {
+      double slice_mean = 0, slice_variance = 0;
+      for (const auto& [begin, end] : distribute::ReplicaRunner::split(size, replicas)) {
+        if (end == begin) continue;
+        double m = 0, v = 0;
+        for (int64_t i = start + begin; i < start + end; ++i) m += px[i * channels + c];
+        m /= static_cast<double>(end - begin);
+        for (int64_t i = start + begin; i < start + end; ++i) v += std::pow(px[i * channels + c] - m, 2);
+        v /= static_cast<double>(end - begin);
+        slice_mean += m * static_cast<double>(end - begin) / static_cast<double>(size);
+        slice_variance += v * static_cast<double>(end - begin) / static_cast<double>(size);
+      }
+      const auto k = static_cast<size_t>(c);
+      mean[k] = 0.99 * mean[k] + 0.01 * slice_mean;
+      variance[k] = 0.99 * variance[k] + 0.01 * slice_variance;
+    }
+  }
+  return {mean, variance};
+}
+
+// Trains BatchNormalization -> Dense(2) with SGD on (x, y) in batches of `batch`, on one
+// device (0) or `devices` replicas; returns the model.
+std::unique_ptr<models::Model> train_batch_norm(int devices, const Tensor& x, const Tensor& y, int64_t batch) {
+  layers::set_random_seed(3);
+  if (devices > 0) dist::set_distribution(dist::DataParallel(first_devices(devices)));
+  Tensor in = layers::Input({x.dim(1)});
+  Tensor h = layers::BatchNormalization()(in);
+  auto model = std::make_unique<models::Model>(in, layers::Dense(2)(h));
+  model->compile({.optimizer = "sgd", .loss = "mse"});
+  dist::set_distribution(nullptr);
+  model->fit(x, y, {.batch_size = batch, .verbose = 0, .shuffle = false});
+  return model;
+}
+
+// The values of the BatchNormalization variable whose path ends in `name`; fails if none.
+std::vector<float> batch_norm_weight(const models::Model& model, const std::string& name) {
+  for (const auto& v : model.weights()) {
+    if (v.path().ends_with("/" + name)) return v.value().to_vector<float>();
+  }
+  ADD_FAILURE() << "no variable named " << name;
+  return {};
+}
+
+TEST_F(DataParallelTest, BatchNormMovingStatisticsAreTheSlicesRowWeightedMeans) {
+  Generator gen(4);
+  const Tensor x = uniform(Shape{30, 4}, gen, -2, 3), y = uniform(Shape{30, 2}, gen);
+  // Batches of 15 rows: slices of 8 and 7 on 2 replicas, of 5 on 3.
+  for (int devices : {0, 2, 3}) {
+    SCOPED_TRACE(devices);
+    auto model = train_batch_norm(devices, x, y, 15);
+    const auto [mean, variance] = expected_moving_statistics(x, 15, std::max(devices, 1));
+    const auto moving_mean = batch_norm_weight(*model, "moving_mean");
+    const auto moving_variance = batch_norm_weight(*model, "moving_variance");
+    ASSERT_EQ(moving_mean.size(), 4u);
+    ASSERT_EQ(moving_variance.size(), 4u);
+    for (size_t c = 0; c < 4; ++c) {
+      EXPECT_NEAR(moving_mean[c], mean[c], 1e-6) << c;
+      EXPECT_NEAR(moving_variance[c], variance[c], 1e-6) << c;
+      // Two steps moved them off their initial 0 and 1.
+      EXPECT_GT(std::abs(moving_mean[c]), 1e-4) << c;
+      EXPECT_GT(std::abs(moving_variance[c] - 1), 1e-3) << c;
+    }
   }
 }
 
+TEST_F(DataParallelTest, BatchNormOverSlicesWithTheGlobalBatchsStatisticsMatchesOneDevice) {
+  // Each batch of 16 is 8 rows and the same rows reversed: both replicas' slices have the
+  // global batch's statistics, so every weight (gamma, beta, the moving statistics and the
+  // Dense layer's) must equal one device's.
+  Generator gen(4);
+  const Tensor reversed = from_values<int32_t>({7, 6, 5, 4, 3, 2, 1, 0}, Shape{8});
+  std::vector<Tensor> xs, ys;
+  for (int b = 0; b < 2; ++b) {
+    const Tensor bx = uniform(Shape{8, 4}, gen, -2, 3), by = uniform(Shape{8, 2}, gen);
+    xs.push_back(ops::concatenate({bx, ops::take(bx, reversed, 0)}, 0));
+    ys.push_back(ops::concatenate({by, ops::take(by, reversed, 0)}, 0));
+  }
+  const Tensor x = ops::concatenate(xs, 0), y = ops::concatenate(ys, 0);
+  auto reference = train_batch_norm(0, x, y, 16), model = train_batch_norm(2, x, y, 16);
+  for (const char* name : {"gamma", "beta", "moving_mean", "moving_variance"}) {
+    const auto a = batch_norm_weight(*model, name), b = batch_norm_weight(*reference, name);
+    ASSERT_EQ(a.size(), 4u) << name;
+    ASSERT_EQ(b.size(), 4u) << name;
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_NEAR(a[i], b[i], 1e-5 * std::max(1.0f, std::abs(b[i]))) << name << " " << i;
+    }
+  }
+  EXPECT_LE(testing::max_relative_difference(model->weights(), reference->weights()), 1e-5);
+  // Training moved gamma and beta off their initial 1 and 0.
+  for (float g : batch_norm_weight(*reference, "gamma")) EXPECT_GT(std::abs(g - 1), 1e-4);
+  for (float b : batch_norm_weight(*reference, "beta")) EXPECT_GT(std::abs(b), 1e-4);
+}
+
+// Trains Dense(16, relu) -> Dropout(rate) -> Dense(3) on `devices` replicas (0: one
+// device); returns the initial and the final weights.
+std::pair<std::vector<std::vector<float>>, std::unique_ptr<models::Model>> train_with_dropout(int devices,
+                                                                                             double rate) {
+  layers::set_random_seed(5);
+  if (devices > 0) dist::set_distribution(dist::DataParallel(first_devices(devices)));
+  Tensor x = layers::Input({4});
+  Tensor h = layers::Dropout(rate)(layers::Dense(16, {.activation = "relu"})(x));
+  auto model = std::make_unique<models::Model>(x, layers::Dense(3)(h));
+  model->compile({.optimizer = "sgd", .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  dist::set_distribution(nullptr);
+  std::vector<std::vector<float>> initial;
+  for (const auto& v : model->weights()) initial.push_back(v.value().to_vector<float>());
+  auto blobs = testing::separable_blobs(50, 3);
+  model->fit(blobs.x, blobs.y, {.epochs = 2, .batch_size = 25, .verbose = 0, .shuffle = false});
+  return {std::move(initial), std::move(model)};
+}
+
 TEST_F(DataParallelTest, DropoutMasksDoNotDependOnTheReplicaCount) {
-  auto train = [](int devices) {
-    layers::set_random_seed(5);
-    dist::set_distribution(dist::DataParallel(first_devices(devices)));
-    Tensor x = layers::Input({4});
-    Tensor h = layers::Dropout(0.5)(layers::Dense(16, {.activation = "relu"})(x));
-    auto model = std::make_unique<models::Model>(x, layers::Dense(3)(h));
-    model->compile({.optimizer = "sgd", .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
-    dist::set_distribution(nullptr);
-    auto blobs = testing::separable_blobs(50, 3);
-    model->fit(blobs.x, blobs.y, {.epochs = 2, .batch_size = 25, .verbose = 0, .shuffle = false});
-    return model;
-  };
-  auto two = train(2), three = train(3);
+  auto [two_initial, two] = train_with_dropout(2, 0.5);
+  auto [three_initial, three] = train_with_dropout(3, 0.5);
   EXPECT_LE(testing::max_relative_difference(two->weights(), three->weights()), 1e-5);
+  // The same start without dropout ends elsewhere: the masks changed the training.
+  auto [plain_initial, plain] = train_with_dropout(2, 0.0);
+  ASSERT_EQ(plain_initial, two_initial);
+  EXPECT_GT(testing::max_relative_difference(two->weights(), plain->weights()), 1e-2);
 }
 
 TEST_F(DataParallelTest, ReplicaErrorsReachTheCaller) {

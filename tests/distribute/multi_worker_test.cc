@@ -15,7 +15,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <map>
+#include <numeric>
 #include <sstream>
 #include <thread>
 
@@ -37,12 +40,99 @@ namespace {
 using ::testing::HasSubstr;
 using nlohmann::json;
 
-// What a scenario leaves behind: final weights, per-epoch history, evaluation, predictions.
+// The values of `variables`, in order.
+json values_of(const std::vector<autograd::Variable>& variables) {
+  json out = json::array();
+  for (const auto& v : variables) out.push_back(v.value().to_vector<float>());
+  return out;
+}
+
+// What a scenario leaves behind: final weights (and optimizer state when compiled),
+// per-epoch history, and the number of workers the model trained with (1: one process).
 json outcome(const models::Model& model, const models::History& history) {
   json out;
-  for (const auto& v : model.weights()) out["weights"].push_back(v.value().to_vector<float>());
+  out["weights"] = values_of(model.weights());
+  if (model.compiled()) out["optimizer"] = values_of(model.optimizer().variables());
   for (const auto& [key, values] : history.history) out["history"][key] = values;
+  const auto& distribution = model.distribution();
+  out["world_size"] = distribution && distribution->workers() ? distribution->workers()->size() : 1;
   return out;
+}
+
+// The directory a scenario may write to: CHORUS_TEST_OUT, which the test sets for its
+// one-process reference too.
+std::string scratch_dir() {
+  const char* out = std::getenv("CHORUS_TEST_OUT");
+  if (out == nullptr) throw ValueError("multi_worker_test: this scenario needs CHORUS_TEST_OUT");
+  return out;
+}
+
+// The small MLP, recording by optimizer step which rows of `x` (identified by their first
+// feature) each of its training steps gets. Steps run on one replica thread at a time.
+class RowRecordingMlp : public models::Model {
+ public:
+  RowRecordingMlp(const Tensor& inputs, const Tensor& outputs, const Tensor& x) : Model(inputs, outputs) {
+    for (int64_t i = 0; i < x.dim(0); ++i) ids_[x.data<float>()[i * x.dim(1)]] = i;
+    if (static_cast<int64_t>(ids_.size()) != x.dim(0)) throw ValueError("RowRecordingMlp: rows are not distinct");
+  }
+  models::Logs train_step(const Tree& batch) override {
+    const Tensor x = batch[0].tensor();
+    std::vector<int64_t>& rows = rows_by_step_[optimizer().iterations()];
+    for (int64_t i = 0; i < x.dim(0); ++i) rows.push_back(ids_.at(x.data<float>()[i * x.dim(1)]));
+    return Model::train_step(batch);
+  }
+  // {step: [row ids]} for the steps in which this worker had rows.
+  json rows_by_step() const {
+    json out = json::object();
+    for (const auto& [step, rows] : rows_by_step_) out[std::to_string(step)] = rows;
+    return out;
+  }
+
+ private:
+  std::map<float, int64_t> ids_;
+  std::map<int64_t, std::vector<int64_t>> rows_by_step_;
+};
+
+// RowRecordingMlp's layers, seeded as the "mlp" scenario's model.
+std::unique_ptr<RowRecordingMlp> row_recording_mlp(const Tensor& x) {
+  layers::set_random_seed(7);
+  Tensor in = layers::Input({4});
+  Tensor h = layers::Dense(8, {.activation = "relu"})(in);
+  return std::make_unique<RowRecordingMlp>(in, layers::Dense(3)(h), x);
+}
+
+models::CompileOptions mlp_compile_options(Shared<optimizers::Optimizer> optimizer) {
+  return {.optimizer = std::move(optimizer),
+          .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+          .metrics = {"sparse_categorical_accuracy"}};
+}
+
+// The "shuffle_*" scenarios' data: 98 rows in batches of 16, 7 steps an epoch, 3 epochs.
+constexpr int64_t kShuffleRows = 98, kShuffleBatch = 16, kShuffleStepsPerEpoch = 7, kShuffleEpochs = 3;
+
+// One process trains row_recording_mlp on the global batches `steps` (row ids of the
+// "shuffle_*" scenarios' data, kShuffleStepsPerEpoch a pass) in order: the reference
+// for a multi-worker run that took them.
+json replay_in_one_process(const std::vector<std::vector<int64_t>>& steps) {
+  const testing::Blobs train = testing::separable_blobs(kShuffleRows, 3);
+  std::vector<Tree> batches;
+  for (const auto& rows : steps) {
+    const Tensor ids = from_values<int32_t>(std::vector<int32_t>(rows.begin(), rows.end()),
+                                            Shape{static_cast<int64_t>(rows.size())});
+    batches.push_back(Tree::list({ops::take(train.x, ids, 0), ops::take(train.y, ids, 0)}));
+  }
+  auto model = row_recording_mlp(train.x);
+  model->compile(mlp_compile_options(optimizers::SGD({.learning_rate = 0.1})));
+  const auto dataset = data::Dataset::from_generator([batches](int64_t epoch) {
+    auto next = std::make_shared<size_t>(static_cast<size_t>(epoch * kShuffleStepsPerEpoch));
+    const size_t end = std::min(batches.size(), *next + static_cast<size_t>(kShuffleStepsPerEpoch));
+    return data::Dataset::Generator([batches, next, end]() -> std::optional<Tree> {
+      if (*next >= end) return std::nullopt;
+      return batches[(*next)++];
+    });
+  });
+  models::History history = model->fit(dataset, {.epochs = kShuffleEpochs, .verbose = 0});
+  return outcome(*model, history);
 }
 
 // A line of the FILE-sharding scenario's text files, "x0 x1 x2 x3 label", as (x, label).
@@ -177,6 +267,88 @@ json run_scenario(const std::string& scenario, bool multi_worker) {
     out["batch_losses"] = batch_losses;
     return out;
   }
+  if (scenario == "shuffle_arrays" || scenario == "shuffle_dataset") {
+    // fit's default shuffle of arrays (seeded by the layers' stream), or an unseeded
+    // Dataset::shuffle (seeded by the job's agreed stream): every worker must take its rows
+    // of the same global batches. Each records the rows it trained on.
+    const testing::Blobs train = testing::separable_blobs(kShuffleRows, 3);
+    auto model = row_recording_mlp(train.x);
+    compile(*model, mlp_compile_options(optimizers::SGD({.learning_rate = 0.1})));
+    models::History history;
+    if (scenario == "shuffle_arrays") {
+      history = model->fit(train.x, train.y, {.epochs = kShuffleEpochs, .batch_size = kShuffleBatch, .verbose = 0});
+    } else {
+      const auto shuffled =
+          data::Dataset::from_tensor_slices(Tree::list({train.x, train.y})).shuffle(kShuffleRows).batch(kShuffleBatch);
+      history = model->fit(shuffled, {.epochs = kShuffleEpochs, .verbose = 0});
+    }
+    json out = outcome(*model, history);
+    out["rows"] = model->rows_by_step();
+    return out;
+  }
+  if (scenario == "seeded_by_rank") {
+    // Every rank builds its model from another seed (the reference: rank 0's); rank 0's
+    // weights must reach every worker before the first step.
+    layers::set_random_seed(7 + static_cast<uint64_t>(rank));
+    auto model = testing::small_mlp(4, 8);
+    compile(*model, mlp_compile_options(optimizers::SGD({.learning_rate = 0.1})));
+    const json initial = values_of(model->weights());
+    auto train = testing::separable_blobs(98, 3);
+    models::History history =
+        model->fit(train.x, train.y, {.epochs = 3, .batch_size = 16, .verbose = 0, .shuffle = false});
+    json out = outcome(*model, history);
+    out["initial_weights"] = initial;
+    return out;
+  }
+  const std::string world = std::to_string(strategy ? strategy->cluster_resolver().world_size : 1);
+  if (scenario == "restored_by_rank") {
+    // Every rank trains alone with Adam on its own data and seed, saves, then restores that
+    // model under the strategy: weights and optimizer state differ by rank, and rank 0's
+    // must reach every worker before the first step.
+    layers::set_random_seed(7 + static_cast<uint64_t>(rank));
+    auto alone = testing::small_mlp(4, 8);
+    alone->compile(mlp_compile_options(optimizers::Adam(0.01)));
+    auto own = testing::separable_blobs(64, 20 + static_cast<uint64_t>(rank));
+    alone->fit(own.x, own.y, {.epochs = 1, .batch_size = 16, .verbose = 0, .shuffle = false});
+    const std::string path = scratch_dir() + "/alone-of-" + world + "-rank" + std::to_string(rank);
+    alone->save(path);
+    std::unique_ptr<models::Model> model;
+    {
+      std::optional<distribution::DistributionScope> scope;
+      if (strategy) scope.emplace(strategy->scope());
+      model = models::load_model(path);
+    }
+    const json initial = values_of(model->weights()), initial_optimizer = values_of(model->optimizer().variables());
+    auto train = testing::separable_blobs(98, 3);
+    models::History history =
+        model->fit(train.x, train.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
+    json out = outcome(*model, history);
+    out["initial_weights"] = initial;
+    out["initial_optimizer"] = initial_optimizer;
+    return out;
+  }
+  if (scenario == "save_restore") {
+    // Two epochs with Adam, saved (rank 0 writes, the others wait), restored on every rank
+    // and trained two more; the reference continues its model in memory.
+    layers::set_random_seed(7);
+    auto model = testing::small_mlp(4, 8);
+    compile(*model, mlp_compile_options(optimizers::Adam(0.01)));
+    auto train = testing::separable_blobs(98, 3);
+    models::FitOptions first{.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false};
+    model->fit(train.x, train.y, first);
+    models::FitOptions rest = first;
+    rest.epochs = 4;
+    rest.initial_epoch = 2;
+    if (!strategy) return outcome(*model, model->fit(train.x, train.y, rest));
+    const std::string path = scratch_dir() + "/checkpoint-of-" + world;
+    model->save(path);
+    std::unique_ptr<models::Model> restored;
+    {
+      auto scope = strategy->scope();
+      restored = models::load_model(path);
+    }
+    return outcome(*restored, restored->fit(train.x, train.y, rest));
+  }
   layers::set_random_seed(7);
   auto model = testing::small_mlp(4, scenario == "mismatch" && rank == 1 ? 9 : 8);
   compile(*model, {.optimizer = optimizers::SGD({.learning_rate = 0.1}),
@@ -295,40 +467,64 @@ class MultiWorkerTest : public testing::TempDirTest {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
 
-  // Every rank's weights equal the reference's (<= 1e-5 relative) and each other's bits;
-  // the reported metrics are the global batch's.
+  // The largest relative difference between two lists of variables' values (JSON), or
+  // +inf (and a failure) when their numbers or sizes differ.
+  static double worst_relative_difference(const json& want_list, const json& have_list, const std::string& what) {
+    if (have_list.size() != want_list.size() || want_list.empty()) {
+      ADD_FAILURE() << what << ": " << have_list.size() << " variables, the reference has " << want_list.size();
+      return std::numeric_limits<double>::infinity();
+    }
+    double worst = 0;
+    for (size_t k = 0; k < want_list.size(); ++k) {
+      const auto want = want_list[k].get<std::vector<float>>();
+      const auto have = have_list[k].get<std::vector<float>>();
+      if (have.size() != want.size()) {
+        ADD_FAILURE() << what << " " << k << ": " << have.size() << " values, the reference has " << want.size();
+        return std::numeric_limits<double>::infinity();
+      }
+      for (size_t i = 0; i < want.size(); ++i) {
+        worst = std::max(worst, std::abs(double{have[i]} - want[i]) /
+                                    std::max({std::abs(double{have[i]}), std::abs(double{want[i]}), 1e-3}));
+      }
+    }
+    return worst;
+  }
+
+  // Every rank ran in a job of `world` workers, and its weights (and optimizer state) equal
+  // the reference's (<= 1e-5 relative) and each other's bits; the reported metrics are the
+  // global batch's.
   void expect_matches(const json& reference, int world) {
     for (int r = 0; r < world; ++r) {
       SCOPED_TRACE("rank " + std::to_string(r) + ": " + error(r));
       const json got = result(r);
       ASSERT_TRUE(got.contains("weights"));
-      double worst = 0;
-      for (size_t k = 0; k < reference["weights"].size(); ++k) {
-        const auto want = reference["weights"][k].get<std::vector<float>>();
-        const auto have = got["weights"][k].get<std::vector<float>>();
-        ASSERT_EQ(have.size(), want.size());
-        for (size_t i = 0; i < want.size(); ++i) {
-          worst = std::max(worst, std::abs(double{have[i]} - want[i]) /
-                                      std::max({std::abs(double{have[i]}), std::abs(double{want[i]}), 1e-3}));
-        }
-      }
+      EXPECT_EQ(got.value("world_size", 0), world);
       // Measured worst: 7.5e-6, in the -O3 and the sanitizer build alike: a weight of
       // 5.3e-4 that differs by 7.5e-9, rounding in a sum that cancels to near zero.
-      EXPECT_LE(worst, 1e-5);
+      EXPECT_LE(worst_relative_difference(reference["weights"], got["weights"], "weights"), 1e-5);
       EXPECT_EQ(got["weights"], result(0)["weights"]) << "ranks differ";
+      if (reference.contains("optimizer")) {
+        EXPECT_LE(worst_relative_difference(reference["optimizer"], got.value("optimizer", json::array()), "optimizer"),
+                  1e-5);
+        EXPECT_EQ(got.value("optimizer", json()), result(0).value("optimizer", json())) << "ranks differ";
+      }
+      ASSERT_EQ(got.value("history", json::object()).size(), reference["history"].size());
       for (const auto& [key, values] : reference["history"].items()) {
+        ASSERT_TRUE(got["history"].contains(key)) << key;
+        ASSERT_EQ(got["history"][key].size(), values.size()) << key;
         for (size_t e = 0; e < values.size(); ++e) {
           EXPECT_NEAR(got["history"][key][e].get<double>(), values[e].get<double>(), 1e-6) << key << " epoch " << e;
         }
       }
       if (reference.contains("evaluate")) {
+        ASSERT_EQ(got.value("evaluate", json::object()).size(), reference["evaluate"].size());
         for (const auto& [key, value] : reference["evaluate"].items()) {
-          EXPECT_NEAR(got["evaluate"][key].get<double>(), value.get<double>(), 1e-6) << key;
+          EXPECT_NEAR(got["evaluate"].at(key).get<double>(), value.get<double>(), 1e-6) << key;
         }
       }
       if (reference.contains("predict")) {
         const auto want = reference["predict"].get<std::vector<float>>();
-        const auto have = got["predict"].get<std::vector<float>>();
+        const auto have = got.value("predict", json::array()).get<std::vector<float>>();
         ASSERT_EQ(have.size(), want.size());
         for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(have[i], want[i], 1e-4) << i;
       }
@@ -336,19 +532,92 @@ class MultiWorkerTest : public testing::TempDirTest {
   }
 
   // Runs `scenario` in one process, then as jobs of 2 and 3 workers that must all exit 0
-  // and end with the one process's results.
-  void expect_two_and_three_workers_match_one_process(const std::string& scenario) {
+  // and end with the one process's results; then runs `also(reference, world)`.
+  void expect_two_and_three_workers_match_one_process(
+      const std::string& scenario, const std::function<void(const json&, int)>& also = nullptr) {
+    ::setenv("CHORUS_TEST_OUT", dir().c_str(), 1);  // the workers get theirs from worker_env
     const json reference = run_scenario(scenario, false);
+    ::unsetenv("CHORUS_TEST_OUT");
+    ASSERT_EQ(reference.value("world_size", 0), 1);
     for (int world : {2, 3}) {
       SCOPED_TRACE(world);
       EXPECT_EQ(run_job(scenario, world), std::vector<int>(static_cast<size_t>(world), 0));
       expect_matches(reference, world);
+      if (also) also(reference, world);
+    }
+  }
+
+  // Runs a "shuffle_*" scenario as jobs of 2 and 3 workers. Each step's global batch (the
+  // ranks' rows in rank order) must take every row once an epoch, in an order that changes
+  // from epoch to epoch; one process trained on those batches must end where the workers do.
+  void expect_shuffles_agree_and_match_one_process(const std::string& scenario) {
+    for (int world : {2, 3}) {
+      SCOPED_TRACE(world);
+      EXPECT_EQ(run_job(scenario, world), std::vector<int>(static_cast<size_t>(world), 0));
+      std::vector<std::vector<int64_t>> steps(static_cast<size_t>(kShuffleEpochs * kShuffleStepsPerEpoch));
+      for (int r = 0; r < world; ++r) {
+        const json got = result(r);  // alive while its items are read
+        ASSERT_TRUE(got.contains("rows")) << "rank " << r << ": " << error(r);
+        for (const auto& [step, rows] : got["rows"].items()) {
+          const size_t k = std::stoul(step);
+          ASSERT_LT(k, steps.size()) << "rank " << r;
+          for (const auto& row : rows) steps[k].push_back(row.get<int64_t>());
+        }
+      }
+      std::vector<int64_t> every_row(kShuffleRows), previous;
+      std::iota(every_row.begin(), every_row.end(), 0);
+      for (int64_t epoch = 0; epoch < kShuffleEpochs; ++epoch) {
+        std::vector<int64_t> order;
+        for (int64_t k = 0; k < kShuffleStepsPerEpoch; ++k) {
+          const auto& rows = steps[static_cast<size_t>(epoch * kShuffleStepsPerEpoch + k)];
+          EXPECT_EQ(static_cast<int64_t>(rows.size()), k + 1 < kShuffleStepsPerEpoch ? kShuffleBatch : 2)
+              << "epoch " << epoch << " step " << k;
+          order.insert(order.end(), rows.begin(), rows.end());
+        }
+        EXPECT_NE(order, every_row) << "epoch " << epoch << " was not shuffled";
+        EXPECT_NE(order, previous) << "epoch " << epoch << " repeats the order of the one before";
+        previous = order;
+        std::sort(order.begin(), order.end());
+        EXPECT_EQ(order, every_row) << "epoch " << epoch << ": the workers' rows are not each row once";
+      }
+      expect_matches(replay_in_one_process(steps), world);
     }
   }
 };
 
 TEST_F(MultiWorkerTest, MlpOnTwoAndThreeWorkersMatchesOneProcess) {
   expect_two_and_three_workers_match_one_process("mlp");
+}
+
+TEST_F(MultiWorkerTest, DifferentlySeededRanksAllTrainRank0sInitialWeights) {
+  expect_two_and_three_workers_match_one_process("seeded_by_rank", [&](const json&, int world) {
+    for (int r = 1; r < world; ++r) {
+      EXPECT_NE(result(r).value("initial_weights", json()), result(0).value("initial_weights", json())) << r;
+    }
+  });
+}
+
+TEST_F(MultiWorkerTest, RanksRestoredFromTheirOwnCheckpointsAllTrainRank0sWeightsAndOptimizerState) {
+  expect_two_and_three_workers_match_one_process("restored_by_rank", [&](const json&, int world) {
+    for (int r = 1; r < world; ++r) {
+      EXPECT_NE(result(r).value("initial_weights", json()), result(0).value("initial_weights", json())) << r;
+      EXPECT_NE(result(r).value("initial_optimizer", json()), result(0).value("initial_optimizer", json())) << r;
+    }
+  });
+}
+
+TEST_F(MultiWorkerTest, SavedOnRank0AndRestoredOnEveryRankTrainsOnAsOneProcessDoes) {
+  expect_two_and_three_workers_match_one_process("save_restore", [&](const json& reference, int) {
+    EXPECT_EQ(reference["history"]["loss"].size(), 2u);  // the two epochs after the restore
+  });
+}
+
+TEST_F(MultiWorkerTest, FitsDefaultShuffleGivesEveryWorkerTheSameGlobalBatches) {
+  expect_shuffles_agree_and_match_one_process("shuffle_arrays");
+}
+
+TEST_F(MultiWorkerTest, AnUnseededDatasetShuffleGivesEveryWorkerTheSameGlobalBatches) {
+  expect_shuffles_agree_and_match_one_process("shuffle_dataset");
 }
 
 TEST_F(MultiWorkerTest, BatchLogsReadOnOneRankAreTheGlobalBatchsOnEveryStep) {

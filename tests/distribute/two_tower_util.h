@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "chorus/chorus.h"
 
@@ -41,12 +44,22 @@ inline data::Dataset two_tower_ratings(int64_t n, int64_t users_count = 30, int6
   return data::Dataset::from_tensor_slices(Tree::list({users, Tree{{"movie_id", movies}, {"rating", ratings}}}));
 }
 
-// The largest |x - y| / max(|x|, |y|, 1e-3) over matching float32 variables.
+// The largest |x - y| / max(|x|, |y|, 1e-3) over matching float32 variables; +inf, and
+// a test failure, when the lists or two matching variables differ in size.
 inline double max_relative_difference(const std::vector<autograd::Variable>& a,
                                       const std::vector<autograd::Variable>& b) {
+  if (a.size() != b.size()) {
+    ADD_FAILURE() << "max_relative_difference: " << a.size() << " variables against " << b.size();
+    return std::numeric_limits<double>::infinity();
+  }
   double worst = 0;
   for (size_t k = 0; k < a.size(); ++k) {
     const auto x = a[k].value().to_vector<float>(), y = b[k].value().to_vector<float>();
+    if (x.size() != y.size()) {
+      ADD_FAILURE() << "max_relative_difference: " << a[k].path() << " has " << x.size() << " values, "
+                    << b[k].path() << " " << y.size();
+      return std::numeric_limits<double>::infinity();
+    }
     for (size_t i = 0; i < x.size(); ++i) {
       const double scale = std::max({std::abs(static_cast<double>(x[i])), std::abs(static_cast<double>(y[i])), 1e-3});
       worst = std::max(worst, std::abs(static_cast<double>(x[i]) - y[i]) / scale);

@@ -63,9 +63,12 @@ TEST_F(SavingTest, ResumingFromACheckpointEqualsUninterruptedTraining) {
   resumed->fit(data.x, data.y, {.epochs = 3, .batch_size = 16, .verbose = 0, .shuffle = false, .initial_epoch = 1});
 
   auto a = uninterrupted->weights(), b = resumed->weights();
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(testing::same_bits(a[i].value(), b[i].value())) << a[i].path();
   auto sa = uninterrupted->optimizer().variables(), sb = resumed->optimizer().variables();
   ASSERT_EQ(sa.size(), sb.size());
+  ASSERT_EQ(sa.size(), 1 + 2 * a.size());  // iterations, then Adam's two moments per weight
   for (size_t i = 0; i < sa.size(); ++i) EXPECT_TRUE(testing::same_bits(sa[i].value(), sb[i].value())) << sa[i].path();
 }
 
