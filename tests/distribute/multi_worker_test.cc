@@ -47,7 +47,7 @@ json outcome(const models::Model& model, const models::History& history) {
 
 // A line of the FILE-sharding scenario's text files, "x0 x1 x2 x3 label", as (x, label).
 Tree parse_example(const Tree& line) {
-  std::istringstream in(data::bytes_to_string(line.tensor()));
+  std::istringstream in(line.tensor().string_at(0));
   std::vector<float> x(4);
   int label = 0;
   for (float& v : x) in >> v;
