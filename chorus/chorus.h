@@ -5,6 +5,7 @@
 #include "chorus/autograd/variable.h"
 #include "chorus/callbacks/callbacks.h"
 #include "chorus/core/creation.h"
+#include "chorus/core/ragged_tensor.h"
 #include "chorus/core/random.h"
 #include "chorus/core/tensor.h"
 #include "chorus/core/tree.h"

@@ -7,6 +7,7 @@ namespace chorus {
 
 Tensor zeros(const Shape& shape, DType dtype, Device device) {
   Tensor out = Tensor::empty(shape, dtype, device);
+  if (dtype == kString) return out;  // empty strings, as tf.zeros(dtype=tf.string)
   std::memset(out.raw_data(), 0, out.nbytes());
   return out;
 }
@@ -14,6 +15,7 @@ Tensor zeros(const Shape& shape, DType dtype, Device device) {
 Tensor ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1.0, dtype, device); }
 
 Tensor full(const Shape& shape, double value, DType dtype, Device device) {
+  check_not_string("full", dtype);
   Tensor out = Tensor::empty(shape, dtype, device);
   visit_dtype(dtype, [&](auto v) {
     using T = decltype(v);
@@ -32,6 +34,7 @@ Tensor full(const Shape& shape, double value, DType dtype, Device device) {
 Tensor scalar(double value, DType dtype, Device device) { return full(Shape{}, value, dtype, device); }
 
 Tensor arange(double start, double stop, double step, DType dtype) {
+  check_not_string("arange", dtype);
   if (step == 0) throw_error<ValueError>("arange: step must not be 0. Received: step=0");
   const double span = (stop - start) / step;
   const int64_t n = span > 0 ? static_cast<int64_t>(std::ceil(span)) : 0;

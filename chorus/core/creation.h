@@ -21,7 +21,8 @@ Tensor scalar(double value, DType dtype = kFloat32, Device device = Device::cpu(
 Tensor arange(double start, double stop, double step = 1, DType dtype = kFloat32);
 inline Tensor arange(double stop, DType dtype = kFloat32) { return arange(0, stop, 1, dtype); }
 
-// A tensor of `shape` holding `values` in row-major order, with the dtype of T.
+// A tensor of `shape` holding `values` in row-major order, with the dtype of T
+// (std::string makes a string tensor, as Tensor::from_strings).
 // Throws ShapeError if the counts differ.
 template <class T>
 Tensor from_values(std::span<const T> values, const Shape& shape) {
@@ -30,7 +31,7 @@ Tensor from_values(std::span<const T> values, const Shape& shape) {
                             shape.to_string(), shape.numel());
   }
   Tensor out = Tensor::empty(shape, dtype_of<T>);
-  if (!values.empty()) std::memcpy(out.raw_data(), values.data(), values.size() * sizeof(T));
+  copy_elements(out.element_data(), values.data(), values.size(), dtype_of<T>);
   return out;
 }
 template <class T>

@@ -9,6 +9,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::kInt32: return "int32";
     case DType::kInt64: return "int64";
     case DType::kBool: return "bool";
+    case DType::kString: return "string";
   }
   return "unknown";
 }

@@ -3,21 +3,27 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "chorus/core/bfloat16.h"
+#include "chorus/core/error.h"
 
 namespace chorus {
 
-enum class DType : uint8_t { kFloat32, kBFloat16, kInt32, kInt64, kBool };
+// kString: UTF-8 strings (tf.string). Each element is a std::string object owned by
+// its Storage (see Storage::allocate_strings), so a string tensor is never copied as raw
+// bytes; numeric ops refuse it with a DTypeError naming the op.
+enum class DType : uint8_t { kFloat32, kBFloat16, kInt32, kInt64, kBool, kString };
 
 inline constexpr DType kFloat32 = DType::kFloat32;
 inline constexpr DType kBFloat16 = DType::kBFloat16;
 inline constexpr DType kInt32 = DType::kInt32;
 inline constexpr DType kInt64 = DType::kInt64;
 inline constexpr DType kBool = DType::kBool;
+inline constexpr DType kString = DType::kString;
 
-// Bytes per element.
+// Bytes per element (for kString: one std::string object; its characters live on the heap).
 constexpr size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::kFloat32: return 4;
@@ -25,11 +31,12 @@ constexpr size_t dtype_size(DType dtype) {
     case DType::kInt32: return 4;
     case DType::kInt64: return 8;
     case DType::kBool: return 1;
+    case DType::kString: return sizeof(std::string);
   }
   return 0;
 }
 
-// Keras's names: "float32", "bfloat16", "int32", "int64", "bool".
+// Keras's names: "float32", "bfloat16", "int32", "int64", "bool", "string".
 std::string_view dtype_name(DType dtype);
 
 constexpr bool is_floating(DType dtype) {
@@ -38,6 +45,7 @@ constexpr bool is_floating(DType dtype) {
 constexpr bool is_integer(DType dtype) {
   return dtype == DType::kInt32 || dtype == DType::kInt64;
 }
+constexpr bool is_string(DType dtype) { return dtype == DType::kString; }
 
 // The C++ type that stores one element of a DType, and back.
 template <class T> struct DTypeOf;
@@ -46,10 +54,13 @@ template <> struct DTypeOf<bfloat16> { static constexpr DType value = DType::kBF
 template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kInt32; };
 template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kInt64; };
 template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
+template <> struct DTypeOf<std::string> { static constexpr DType value = DType::kString; };
 template <class T> inline constexpr DType dtype_of = DTypeOf<T>::value;
 
-// Calls fn(T{}) with T the element type of `dtype`: the one switch over dtypes that
-// typed code goes through.
+// Calls fn(T{}) with T the element type of `dtype`: the one switch over numeric dtypes
+// that typed code goes through. Throws DTypeError for kString — numeric kernels never see
+// strings; code that handles strings tests is_string(dtype) before it visits. Ops check
+// first (check_not_string) so that their message names the op.
 template <class Fn>
 decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
   switch (dtype) {
@@ -58,8 +69,18 @@ decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
     case DType::kInt32: return fn(int32_t{});
     case DType::kInt64: return fn(int64_t{});
     case DType::kBool: return fn(bool{});
+    case DType::kString:
+      throw DTypeError("visit_dtype: expected a numeric or bool dtype, got string (a numeric op on a string tensor)");
   }
   return fn(float{});
+}
+
+// Throws DTypeError "`op`: expected a numeric tensor, got dtype string" when `dtype` is
+// kString: the check every numeric op makes at its entry.
+inline void check_not_string(const char* op, DType dtype) {
+  if (dtype == DType::kString) {
+    throw DTypeError(std::string(op) + ": expected a numeric tensor, got dtype string");
+  }
 }
 
 }  // namespace chorus

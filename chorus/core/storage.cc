@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <new>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -155,7 +157,17 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
   return std::shared_ptr<Storage>(new Storage(data, nbytes, capacity, device));
 }
 
+std::shared_ptr<Storage> Storage::allocate_strings(size_t count, Device device) {
+  std::shared_ptr<Storage> storage = allocate(count * sizeof(std::string), device);
+  auto* strings = static_cast<std::string*>(storage->data_);
+  for (size_t i = 0; i < count; ++i) new (strings + i) std::string();  // noexcept: empty strings
+  storage->strings_ = count;
+  return storage;
+}
+
 Storage::~Storage() {
+  auto* strings = static_cast<std::string*>(data_);
+  for (size_t i = 0; i < strings_; ++i) strings[i].~basic_string();
   if (capacity_ >= kCacheMinBytes) {
     block_cache().give(data_, capacity_);
     return;

@@ -1,5 +1,6 @@
 // Storage: one 64-byte-aligned buffer on a device, shared by every tensor that views it
-// (owned through shared_ptr; freed when the last view goes). The data itself is not
+// (owned through shared_ptr; freed when the last view goes). A string storage also owns
+// the std::string objects in its buffer and destroys them. The data itself is not
 // synchronised: concurrent writers to one storage must coordinate themselves.
 #pragma once
 
@@ -17,6 +18,9 @@ class Storage {
   // Allocates `nbytes` (uninitialised) on `device`. Throws Error if the device is not
   // available or memory runs out.
   static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
+  // Allocates `count` empty std::string objects (the elements of a kString tensor); the
+  // storage destroys them when it is freed. CPU only.
+  static std::shared_ptr<Storage> allocate_strings(size_t count, Device device);
 
   ~Storage();
   Storage(const Storage&) = delete;
@@ -33,6 +37,7 @@ class Storage {
   void* data_;
   size_t nbytes_;
   size_t capacity_;  // bytes actually reserved; >= nbytes_ when a cached block is reused
+  size_t strings_ = 0;  // std::string objects constructed at data_ (string storages only)
   Device device_;
 };
 

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,8 +46,15 @@ class Tensor {
   Tensor() = default;  // undefined: defined() is false
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
-  // A new tensor with uninitialised contents.
+  // A new tensor with uninitialised contents (a string tensor holds empty strings).
   static Tensor empty(const Shape& shape, DType dtype = kFloat32, Device device = Device::cpu());
+  // A kString tensor of `shape` holding `values` (UTF-8, not checked) in row-major order.
+  // Throws ShapeError if the counts differ.
+  static Tensor from_strings(const Shape& shape, std::vector<std::string> values);
+  // A rank-1 kString tensor: Tensor::from_strings({"a", "bc"}) has shape (2,).
+  static Tensor from_strings(std::vector<std::string> values);
+  // A rank-0 kString tensor (tf.constant("hello")).
+  static Tensor from_string(std::string value);
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return checked().shape; }
@@ -58,12 +66,31 @@ class Tensor {
   DType dtype() const { return checked().dtype; }
   Device device() const { return checked().storage->device(); }
 
-  // Typed pointer to the first element. Throws DTypeError if T is not this dtype.
+  // Typed pointer to the first element (T = std::string for a string tensor). Throws
+  // DTypeError if T is not this dtype.
   template <class T> T* data() const {
     check_dtype(dtype_of<T>, "Tensor::data");
-    return static_cast<T*>(raw_data());
+    return static_cast<T*>(element_data());
   }
-  void* raw_data() const { return static_cast<char*>(checked().storage->data()) + impl_->offset; }
+  // The first element's bytes, for numeric and bool tensors. Throws DTypeError for a
+  // string tensor, whose elements are objects: the backstop that keeps byte copies and
+  // kernels off strings.
+  void* raw_data() const {
+    if (checked().dtype == DType::kString) throw_string_raw_data();
+    return element_data();
+  }
+  // The first element for any dtype (std::string objects for kString): for dtype-generic
+  // copies through copy_elements, never memcpy.
+  void* element_data() const { return static_cast<char*>(checked().storage->data()) + impl_->offset; }
+
+  // The elements of a string tensor in row-major order; valid while this tensor's storage
+  // lives. Throws DTypeError for other dtypes.
+  std::span<const std::string> strings() const {
+    check_dtype(kString, "Tensor::strings");
+    return {static_cast<const std::string*>(element_data()), static_cast<size_t>(numel())};
+  }
+  // Element `index` (row-major, flat) of a string tensor. Throws DTypeError or IndexError.
+  const std::string& string_at(int64_t index) const;
 
   // The single element of a one-element tensor, converted to T.
   template <class T> T item() const;
@@ -96,11 +123,24 @@ class Tensor {
     return *impl_;
   }
   void check_dtype(DType expected, const char* what) const;
+  [[noreturn]] void throw_string_raw_data() const;
 
   std::shared_ptr<TensorImpl> impl_;
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& tensor);
+
+// `value` as Python's bytes literal, as tensors print strings: b'it\'s caf\xc3\xa9'.
+std::string bytes_literal(std::string_view value);
+
+// Copies `count` elements of `dtype` from `src` to `dst` (pointers from element_data):
+// string elements are assigned, others memmoved. The ranges may be the same but must not
+// otherwise overlap for strings.
+void copy_elements(void* dst, const void* src, size_t count, DType dtype);
+
+// Whether `a` and `b` have the same shape, dtype and elements (np.array_equal; floats
+// compare with ==, so NaN differs from itself). Undefined tensors equal only each other.
+bool array_equal(const Tensor& a, const Tensor& b);
 
 template <class T> T Tensor::item() const {
   if (numel() != 1) {

@@ -11,7 +11,10 @@
 // values print the shortest decimal that reads back as the same bfloat16), rounded to at
 // most 4 decimals, trailing zeros dropped, aligned on the point; scientific notation
 // when the largest magnitude is >= 1e8, the smallest nonzero one < 1e-4, or their ratio
-// > 1000 (NumPy's rule). Ints are right-aligned; bools print " True"/"False". A scalar
+// > 1000 (NumPy's rule). Ints are right-aligned; bools print " True"/"False". Strings
+// print as Python's bytes literals, as TensorFlow shows tf.string values (b'caf\xc3\xa9',
+// quotes and backslashes escaped, bytes outside printable ASCII as \xNN), unpadded, as
+// NumPy prints its string arrays: [b'a' b'bc']. A scalar
 // prints its single element alone (NumPy prints a rank-0 array's full repr instead); an
 // empty tensor prints "[]". The formatting decisions look only at the elements shown.
 #include <algorithm>
@@ -223,10 +226,42 @@ class Layout {
   size_t next_ = 0;
 };
 
-// The shown elements as words of a common width, per dtype.
+}  // namespace
+
+std::string bytes_literal(std::string_view value) {
+  std::string out = "b'";
+  for (const char c : value) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\'' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (byte < 0x20 || byte >= 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
+  return out;
+}
+
+namespace {
+
+// The shown elements as words of a common width, per dtype (strings: their own widths).
 std::vector<std::string> format_elements(const Tensor& t, const std::vector<int64_t>& shown) {
   std::vector<std::string> words;
   words.reserve(shown.size());
+  if (t.dtype() == kString) {
+    const auto strings = t.strings();
+    for (int64_t i : shown) words.push_back(bytes_literal(strings[static_cast<size_t>(i)]));
+    return words;
+  }
   visit_dtype(t.dtype(), [&](auto v) {
     using T = decltype(v);
     const T* data = static_cast<const T*>(t.raw_data());

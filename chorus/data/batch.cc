@@ -1,6 +1,6 @@
 // batch, padded_batch and unbatch. batch copies each element's leaves into one new
-// tensor per leaf as the elements arrive (one memcpy per leaf per element, no ops, no
-// autograd) — except over in-memory arrays read in order, whose rows it returns as views; padded_batch first collects the batch to know its longest element; unbatch
+// tensor per leaf as the elements arrive (one memcpy per leaf per element — string
+// leaves copy their std::string elements — no ops, no autograd) — except over in-memory arrays read in order, whose rows it returns as views; padded_batch first collects the batch to know its longest element; unbatch
 // returns views. batch and padded_batch save their input's position nested; unbatch
 // replays its input up to the current batch.
 #include <algorithm>
@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "chorus/core/ragged_tensor.h"
 #include "chorus/data/dataset_impl.h"
 
 namespace chorus::data {
@@ -91,7 +92,8 @@ class BatchIterator final : public IteratorImpl {
       for (int64_t d : leaf->shape().dims()) shape.push_back(d);
       outputs_.push_back(Tensor::empty(shape, leaf->dtype()));
       row_bytes_.push_back(leaf->nbytes());
-      std::memcpy(outputs_.back().raw_data(), leaf->raw_data(), leaf->nbytes());
+      copy_elements(outputs_.back().element_data(), leaf->element_data(), static_cast<size_t>(leaf->numel()),
+                    leaf->dtype());
     }
     int64_t rows = 1;
     for (; rows < size; ++rows) {
@@ -129,7 +131,8 @@ class BatchIterator final : public IteratorImpl {
             "elements of different lengths)",
             row, leaf.shape().to_string(), leaf_paths(first)[k], reference.shape().to_string());
       }
-      std::memcpy(static_cast<char*>(outputs_[k].raw_data()) + row * row_bytes_[k], leaf.raw_data(), row_bytes_[k]);
+      copy_elements(static_cast<char*>(outputs_[k].element_data()) + row * row_bytes_[k], leaf.element_data(),
+                    static_cast<size_t>(leaf.numel()), leaf.dtype());
     }
     leaves_.resize(count);
   }
@@ -157,8 +160,10 @@ std::string dims_string(const std::vector<int64_t>& dims) {
   return dims.size() == 1 ? fmt::format("({},)", dims[0]) : fmt::format("({})", fmt::join(dims, ", "));
 }
 
-// Fills every element of `out` with `value` converted to its dtype.
+// Fills every element of `out` with `value` converted to its dtype; a string tensor
+// keeps the empty strings it was made with (strings pad with "", as tf.data's default).
 void fill_value(const Tensor& out, double value) {
+  if (out.dtype() == kString) return;
   visit_dtype(out.dtype(), [&](auto v) {
     using T = decltype(v);
     T converted;
@@ -173,11 +178,12 @@ void fill_value(const Tensor& out, double value) {
 
 // Copies `src` into the leading corner of `dst` (same rank, each dim of dst >= src's).
 void copy_into_corner(const Tensor& src, char* dst, const Shape& dst_shape) {
-  const size_t elem = dtype_size(src.dtype());
+  const DType dtype = src.dtype();
+  const size_t elem = dtype_size(dtype);
   const int rank = src.rank();
-  const char* from = static_cast<const char*>(src.raw_data());
+  const char* from = static_cast<const char*>(src.element_data());
   if (rank == 0 || src.numel() == 0) {
-    std::memcpy(dst, from, src.nbytes());
+    copy_elements(dst, from, static_cast<size_t>(src.numel()), dtype);
     return;
   }
   const auto dst_strides = contiguous_strides(dst_shape);
@@ -187,7 +193,7 @@ void copy_into_corner(const Tensor& src, char* dst, const Shape& dst_shape) {
   for (int64_t r = 0; r < rows; ++r) {
     int64_t offset = 0;
     for (int a = 0; a + 1 < rank; ++a) offset += index[a] * dst_strides[a];
-    std::memcpy(dst + offset * elem, from + r * row_len * elem, row_len * elem);
+    copy_elements(dst + offset * elem, from + r * row_len * elem, static_cast<size_t>(row_len), dtype);
     for (int a = rank - 2; a >= 0 && ++index[a] == src.dim(a); --a) index[a] = 0;
   }
 }
@@ -280,7 +286,7 @@ Tree PaddedBatchDataset::stack(const std::vector<Tree>& elements) const {
     fill_value(out, options_.padding_value);
     const size_t row_bytes = static_cast<size_t>(row_shape.numel()) * dtype_size(out.dtype());
     for (size_t e = 0; e < elements.size(); ++e) {
-      copy_into_corner(*leaves[e], static_cast<char*>(out.raw_data()) + e * row_bytes, row_shape);
+      copy_into_corner(*leaves[e], static_cast<char*>(out.element_data()) + e * row_bytes, row_shape);
     }
     outputs.push_back(std::move(out));
   }
@@ -346,7 +352,11 @@ class UnbatchIterator final : public IteratorImpl {
       if (!pull()) return std::nullopt;
     }
     const int64_t row = row_++;
-    return transform_leaves(batch_, [row](size_t, const Tensor& leaf) { return row_view(leaf, row); });
+    if (ragged_.empty()) {
+      return transform_leaves(batch_, [row](size_t, const Tensor& leaf) { return row_view(leaf, row); });
+    }
+    size_t r = 0;
+    return row_of(batch_, row, r);
   }
   nlohmann::json position() const override {
     return {{"op", "unbatch"}, {"batches", batches_}, {"row", row_}};
@@ -372,32 +382,69 @@ class UnbatchIterator final : public IteratorImpl {
     if (!batch) return false;
     const int64_t index = batches_++;
     int64_t rows = -1;
-    std::vector<std::string> paths;
     size_t k = 0;
-    for_each_leaf(*batch, [&](const Tensor& leaf) {
-      if (leaf.rank() == 0 || (rows >= 0 && leaf.dim(0) != rows)) {
-        const std::string path = leaf_paths(*batch)[k];
-        if (leaf.rank() == 0) {
-          throw_error<ShapeError>(
-              "unbatch: expected tensors of rank >= 1. Received: a scalar at {} in input element {}", path, index);
-        }
-        throw_error<ShapeError>(
-            "unbatch: expected every tensor to have the same first dimension. Received: shape {} at {} in input "
-            "element {}, where the first tensor has {} rows",
-            leaf.shape().to_string(), path, index, rows);
-      }
-      rows = leaf.dim(0);
-      ++k;
-    });
+    ragged_.clear();
+    check_rows(*batch, *batch, index, rows, k);
     batch_ = std::move(*batch);
     rows_ = std::max<int64_t>(rows, 0);
     row_ = 0;
     return true;
   }
 
+  // Checks that every component of `tree` (a tensor of rank >= 1, or a RaggedTensor in
+  // Tree form, collected into ragged_) has `rows` rows (-1: not known yet); k counts the
+  // leaves of `batch` passed, for error paths.
+  void check_rows(const Tree& tree, const Tree& batch, int64_t index, int64_t& rows, size_t& k) {
+    if (RaggedTensor::is_ragged(tree)) {
+      ragged_.push_back(RaggedTensor::from_tree(tree));
+      check_count(ragged_.back().nrows(), "a RaggedTensor with " + std::to_string(ragged_.back().nrows()) + " rows",
+                  batch, index, rows, k);
+      k += 2;
+    } else if (tree.is_tensor()) {
+      const Tensor& leaf = tree.tensor();
+      if (leaf.rank() == 0) {
+        throw_error<ShapeError>("unbatch: expected tensors of rank >= 1. Received: a scalar at {} in input element {}",
+                                leaf_paths(batch)[k], index);
+      }
+      check_count(leaf.dim(0), "shape " + leaf.shape().to_string(), batch, index, rows, k);
+      ++k;
+    } else if (tree.is_dict()) {
+      for (const auto& [key, child] : tree.dict()) check_rows(child, batch, index, rows, k);
+    } else if (tree.is_list()) {
+      for (const Tree& child : tree.list()) check_rows(child, batch, index, rows, k);
+    }
+  }
+  void check_count(int64_t count, const std::string& what, const Tree& batch, int64_t index, int64_t& rows,
+                   size_t k) {
+    if (rows >= 0 && count != rows) {
+      throw_error<ShapeError>(
+          "unbatch: expected every tensor to have the same first dimension. Received: {} at {} in input "
+          "element {}, where the first tensor has {} rows",
+          what, leaf_paths(batch)[k], index, rows);
+    }
+    rows = count;
+  }
+  // Row `row` of `tree`: tensors' row views, and ragged_[r++]'s row for each RaggedTensor.
+  Tree row_of(const Tree& tree, int64_t row, size_t& r) const {
+    if (RaggedTensor::is_ragged(tree)) return Tree(ragged_[r++].row(row));
+    if (tree.is_tensor()) return Tree(row_view(tree.tensor(), row));
+    if (tree.is_dict()) {
+      Tree::Dict out;
+      for (const auto& [key, child] : tree.dict()) out.emplace_hint(out.end(), key, row_of(child, row, r));
+      return Tree(std::move(out));
+    }
+    if (tree.is_list()) {
+      Tree::List out;
+      for (const Tree& child : tree.list()) out.push_back(row_of(child, row, r));
+      return Tree(std::move(out));
+    }
+    return Tree();
+  }
+
   std::shared_ptr<const UnbatchDataset> ds_;
   int64_t epoch_;
   std::unique_ptr<IteratorImpl> input_;
+  std::vector<RaggedTensor> ragged_;  // batch_'s RaggedTensors, in flatten order
   Tree batch_;          // the input element being sliced
   int64_t rows_ = 0;    // its first dimension
   int64_t row_ = 0;     // the next row to return

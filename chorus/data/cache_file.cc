@@ -1,9 +1,9 @@
-// Cache file format (version 1). Integers are little-endian (the byte order of every
-// machine chorus runs on); tensor data is the tensors' raw row-major bytes.
+// Cache file format (version 2). Integers are little-endian (the byte order of every
+// machine chorus runs on); numeric tensor data is the tensors' raw row-major bytes.
 //
 //   header:
 //     8 bytes   magic "CHRSCACH"
-//     u32       version (1)
+//     u32       version (2; version 1 files, which cannot hold strings, still read)
 //     u32       L: length of the pipeline description
 //     L bytes   pipeline description (DatasetImpl::describe() of the cached input, UTF-8)
 //     i64       the pass (epoch) the elements were recorded from
@@ -12,7 +12,9 @@
 //     tree      u8 kind, then by kind:
 //                 0 empty:  nothing
 //                 1 tensor: u8 dtype (chorus::DType value), u8 rank, rank x i64 dims,
-//                           numel * dtype_size bytes of data
+//                           then numel * dtype_size bytes of data, or for dtype 5
+//                           (string, version 2 only) numel x (u64 length, length bytes)
+//                           in row-major order
 //                 2 dict:   u32 n, then n x (u32 key length, key bytes, tree), keys sorted
 //                 3 list:   u32 n, then n x tree
 //   trailer (17 bytes, at the very end):
@@ -44,7 +46,8 @@ namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'C', 'H', 'R', 'S', 'C', 'A', 'C', 'H'};
 constexpr char kEndMagic[8] = {'C', 'H', 'R', 'S', 'E', 'N', 'D', '!'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kFirstStringVersion = 2;  // the first version whose tensors may hold strings
 constexpr uint8_t kElementMarker = 0xE1;
 constexpr uint8_t kEndMarker = 0xEE;
 constexpr uint64_t kTrailerBytes = 1 + 8 + 8;
@@ -101,7 +104,15 @@ void CacheFileWriter::put_tree(const Tree& tree) {
     const uint8_t header[3] = {kTensor, static_cast<uint8_t>(t.dtype()), static_cast<uint8_t>(t.rank())};
     put(header, sizeof header);
     put(t.shape().dims().data(), sizeof(int64_t) * t.rank());
-    put(t.raw_data(), t.nbytes());
+    if (t.dtype() == kString) {
+      for (const std::string& s : t.strings()) {
+        const uint64_t length = s.size();
+        put(&length, sizeof length);
+        put(s.data(), s.size());
+      }
+    } else {
+      put(t.raw_data(), t.nbytes());
+    }
   } else if (tree.is_dict()) {
     const uint8_t kind = kDict;
     const auto n = static_cast<uint32_t>(tree.dict().size());
@@ -159,8 +170,10 @@ CacheFileReader::CacheFileReader(std::string path, const std::string& pipeline) 
   char magic[8];
   get(magic, sizeof magic, "the magic number");
   if (std::memcmp(magic, kMagic, sizeof magic) != 0) corrupt(0, "expected the magic number \"CHRSCACH\"");
-  const auto version = get_value<uint32_t>("the version");
-  if (version != kVersion) corrupt(8, fmt::format("expected version {}, found {}", kVersion, version));
+  version_ = get_value<uint32_t>("the version");
+  if (version_ < 1 || version_ > kVersion) {
+    corrupt(8, fmt::format("expected version 1 to {}, found {} (written by a newer chorus?)", kVersion, version_));
+  }
   const auto length = get_value<uint32_t>("the pipeline length");
   std::string saved(length, '\0');
   get(saved.data(), length, "the pipeline description");
@@ -208,7 +221,11 @@ Tree CacheFileReader::get_tree(int depth) {
     case kTensor: {
       const auto dtype = get_value<uint8_t>("a dtype");
       const auto rank = get_value<uint8_t>("a rank");
-      if (dtype > static_cast<uint8_t>(DType::kBool)) corrupt(at + 1, fmt::format("expected a dtype, found {}", dtype));
+      const auto last = version_ >= kFirstStringVersion ? DType::kString : DType::kBool;
+      if (dtype > static_cast<uint8_t>(last)) {
+        corrupt(at + 1, fmt::format("expected a dtype (0-{}) for a version {} file, found {}",
+                                    static_cast<int>(last), version_, dtype));
+      }
       if (rank > kMaxRank) corrupt(at + 2, fmt::format("expected a rank <= {}, found {}", kMaxRank, rank));
       std::array<int64_t, kMaxRank> dims{};
       get(dims.data(), sizeof(int64_t) * rank, "the dimensions");
@@ -220,7 +237,11 @@ Tree CacheFileReader::get_tree(int depth) {
         numel *= static_cast<uint64_t>(dims[a]);
       }
       Tensor t = Tensor::empty(Shape(std::span<const int64_t>(dims.data(), rank)), static_cast<DType>(dtype));
-      get(t.raw_data(), t.nbytes(), "tensor data");
+      if (t.dtype() == kString) {
+        get_strings(t);
+      } else {
+        get(t.raw_data(), t.nbytes(), "tensor data");
+      }
       return Tree(std::move(t));
     }
     case kDict: {
@@ -246,6 +267,18 @@ Tree CacheFileReader::get_tree(int depth) {
       return Tree(std::move(list));
     }
     default: corrupt(at, fmt::format("expected a tree kind (0-3), found {}", kind));
+  }
+}
+
+void CacheFileReader::get_strings(const Tensor& t) {
+  std::string* out = t.data<std::string>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const auto length = get_value<uint64_t>("a string length");
+    if (length > elements_end_ - offset_) {
+      corrupt(offset_ - 8, fmt::format("string length {} exceeds the file", length));
+    }
+    out[i].resize(length);
+    get(out[i].data(), length, "string data");
   }
 }
 

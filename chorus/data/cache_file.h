@@ -74,6 +74,8 @@ class CacheFileReader {
     return value;
   }
   Tree get_tree(int depth);
+  // Reads the elements of string tensor `t` (fresh, of its final shape).
+  void get_strings(const Tensor& t);
   [[noreturn]] void corrupt(uint64_t at, const std::string& what) const;
 
   std::string path_;
@@ -84,6 +86,7 @@ class CacheFileReader {
   int64_t index_ = 0;
   int64_t count_ = 0;
   int64_t epoch_ = 0;
+  uint32_t version_ = 0;  // of the file format: strings need version 2
 };
 
 }  // namespace chorus::data

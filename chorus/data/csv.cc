@@ -6,6 +6,7 @@
 //   plain  = *(any byte but delimiter, '\n')         (a '"' inside is kept as is)
 // Blank lines between records are skipped. The file is read whole and scanned once;
 // plain fields are views into it, quoted ones are unescaped into per-record storage.
+// Scanner errors name file:line:column, the column being the 1-based byte in the line.
 #include "chorus/data/csv.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "chorus/core/creation.h"
 #include "chorus/core/error.h"
 #include "chorus/data/line_reader.h"
+#include "chorus/data/utf8.h"
 
 namespace chorus::data {
 namespace {
@@ -45,8 +47,10 @@ class CsvScanner {
   // Moves past the line ending at pos_ (if any).
   void skip_line_end() {
     if (pos_ < text_.size() && text_[pos_] == '\r') ++pos_;
-    if (pos_ < text_.size() && text_[pos_] == '\n') ++pos_, ++line_;
+    if (pos_ < text_.size() && text_[pos_] == '\n') ++pos_, ++line_, line_start_ = pos_;
   }
+  // The 1-based column of byte `pos` in its line (REQUIRES: pos is on line_).
+  size_t column(size_t pos) const { return pos - line_start_ + 1; }
   std::string_view read_quoted();
   std::string_view read_plain();
 
@@ -55,6 +59,7 @@ class CsvScanner {
   char delimiter_;
   size_t pos_ = 0;
   int64_t line_ = 1;
+  size_t line_start_ = 0;  // where line_ starts
   int64_t record_line_ = 0;
   std::deque<std::string> unescaped_;  // a deque: growing it keeps earlier strings in place
 };
@@ -80,16 +85,18 @@ bool CsvScanner::next_record(std::vector<Field>& fields) {
 
 std::string_view CsvScanner::read_quoted() {
   const int64_t opened = line_;
+  const size_t opened_column = column(pos_);
   std::string& out = unescaped_.emplace_back();
   ++pos_;  // the opening quote
   while (true) {
     const size_t quote = text_.find('"', pos_);
     if (quote == std::string_view::npos) {
-      throw_error<IOError>("{}:{}: a quoted field is never closed (expected '\"' before the end of the file)",
-                           path_, opened);
+      throw_error<IOError>("{}:{}:{}: a quoted field is never closed (expected '\"' before the end of the file)",
+                           path_, opened, opened_column);
     }
     const std::string_view part = text_.substr(pos_, quote - pos_);
     line_ += std::count(part.begin(), part.end(), '\n');
+    if (const size_t newline = part.rfind('\n'); newline != std::string_view::npos) line_start_ = pos_ + newline + 1;
     out.append(part);
     pos_ = quote + 1;
     if (pos_ < text_.size() && text_[pos_] == '"') {  // a doubled quote stands for one
@@ -100,8 +107,8 @@ std::string_view CsvScanner::read_quoted() {
     break;
   }
   if (!at_line_end(pos_) && text_[pos_] != delimiter_) {
-    throw_error<IOError>("{}:{}: expected a delimiter or the end of the line after a closing quote, found '{}'",
-                         path_, line_, text_[pos_]);
+    throw_error<IOError>("{}:{}:{}: expected a delimiter or the end of the line after a closing quote, found '{}'",
+                         path_, line_, column(pos_), text_[pos_]);
   }
   return out;
 }
@@ -123,6 +130,11 @@ struct Column {
   std::vector<float> floats;
   std::vector<int32_t> int32s;
   std::vector<int64_t> int64s;
+  std::vector<std::string> strings;
+  // Inferred columns keep their fields until every record is read.
+  bool infer = false;
+  std::vector<std::string> texts;
+  std::vector<int64_t> lines;
 };
 
 std::string_view trim(std::string_view s) {
@@ -164,18 +176,62 @@ void append(Column& column, std::vector<T>& out, const Field& field, const std::
   out.push_back(value);
 }
 
+// A text field as it is (an empty one is ""), once it is known to be UTF-8.
+void append_string(Column& column, const Field& field, const std::string& path) {
+  if (const std::optional<size_t> bad = find_invalid_utf8(field.text)) {
+    throw_error<IOError>("{}:{}: column '{}': expected UTF-8 text, found the byte {:#04x} at byte {} of the field",
+                         path, field.line, column.name, static_cast<unsigned char>(field.text[*bad]), *bad);
+  }
+  column.strings.emplace_back(field.text);
+}
+
 void append_field(Column& column, const Field& field, const std::string& path) {
+  if (column.infer) {
+    column.texts.emplace_back(field.text);
+    column.lines.push_back(field.line);
+    return;
+  }
   switch (column.dtype) {
     case kInt32: return append(column, column.int32s, field, path);
     case kInt64: return append(column, column.int64s, field, path);
+    case kString: return append_string(column, field, path);
     default: return append(column, column.floats, field, path);
   }
+}
+
+// The narrowest of int32, int64, float32 and string that reads every non-empty field of
+// `texts` (tf.data's make_csv_dataset rule, without float64); `fallback` when all are empty.
+DType infer_dtype(const std::vector<std::string>& texts, DType fallback) {
+  bool any = false, int32_ok = true, int64_ok = true, float_ok = true;
+  for (const std::string& text : texts) {
+    if (trim(text).empty()) continue;
+    any = true;
+    int32_t i32;
+    int64_t i64;
+    float f;
+    int32_ok = int32_ok && parse_number(text, i32);
+    int64_ok = int64_ok && parse_number(text, i64);
+    float_ok = float_ok && parse_number(text, f);
+    if (!float_ok) return kString;
+  }
+  if (!any) return fallback;
+  return int32_ok ? kInt32 : int64_ok ? kInt64 : kFloat32;
+}
+
+// Types an inferred column and parses the fields it kept.
+void finish_inferred(Column& column, DType fallback, const std::string& path) {
+  column.dtype = infer_dtype(column.texts, fallback);
+  column.infer = false;
+  for (size_t i = 0; i < column.texts.size(); ++i) append_field(column, {column.texts[i], column.lines[i]}, path);
+  column.texts.clear();
+  column.lines.clear();
 }
 
 Tensor to_tensor(const Column& column) {
   switch (column.dtype) {
     case kInt32: return from_values(column.int32s, {static_cast<int64_t>(column.int32s.size())});
     case kInt64: return from_values(column.int64s, {static_cast<int64_t>(column.int64s.size())});
+    case kString: return Tensor::from_strings(column.strings);
     default: return from_values(column.floats, {static_cast<int64_t>(column.floats.size())});
   }
 }
@@ -187,9 +243,10 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 void check_dtype(const std::string& path, const std::string& name, DType dtype) {
-  if (dtype != kFloat32 && dtype != kInt32 && dtype != kInt64) {
-    throw_error<DTypeError>("read_csv: {}: column '{}': expected a column type of float32, int32 or int64, got {}",
-                            path, name, dtype_name(dtype));
+  if (dtype != kFloat32 && dtype != kInt32 && dtype != kInt64 && dtype != kString) {
+    throw_error<DTypeError>(
+        "read_csv: {}: column '{}': expected a column type of float32, int32, int64 or string, got {}", path, name,
+        dtype_name(dtype));
   }
 }
 
@@ -248,6 +305,7 @@ std::vector<Column> plan_columns(const std::vector<std::string>& names, const Cs
     column.index = i;
     const auto type = options.column_types.find(names[i]);
     column.dtype = type != options.column_types.end() ? type->second : options.default_dtype;
+    column.infer = options.infer_column_types && type == options.column_types.end();
     const auto value = options.column_defaults.find(names[i]);
     if (value != options.column_defaults.end()) column.default_value = value->second;
   }
@@ -268,6 +326,9 @@ Tree read_csv(const std::string& path, const CsvOptions& options) {
                            fields.size());
     }
     for (Column& column : columns) append_field(column, fields[column.index], path);
+  }
+  for (Column& column : columns) {
+    if (column.infer) finish_inferred(column, options.default_dtype, path);
   }
   Tree out;
   for (const Column& column : columns) out[column.name] = to_tensor(column);

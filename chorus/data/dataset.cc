@@ -224,6 +224,11 @@ Dataset Dataset::padded_batch(int64_t batch_size, PaddedBatchOptions options) co
   return Dataset(make_padded_batch_dataset(impl_, batch_size, std::move(options)));
 }
 
+Dataset Dataset::ragged_batch(int64_t batch_size, bool drop_remainder) const {
+  require(batch_size > 0, "ragged_batch", "batch_size > 0", "batch_size", batch_size);
+  return Dataset(make_ragged_batch_dataset(impl_, batch_size, drop_remainder));
+}
+
 Dataset Dataset::unbatch() const { return Dataset(make_unbatch_dataset(impl_)); }
 
 Dataset Dataset::take(int64_t count) const {

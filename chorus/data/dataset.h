@@ -90,7 +90,7 @@ struct PaddedBatchOptions {
   // Per-leaf padded shape without the batch axis, -1 meaning "the longest in the batch".
   // Empty: pad every axis to the longest in the batch.
   std::vector<std::vector<int64_t>> padded_shapes = {};
-  double padding_value = 0;
+  double padding_value = 0;  // string leaves always pad with ""
   bool drop_remainder = false;
 };
 
@@ -141,12 +141,22 @@ class Dataset {
   // at ["x"], but element 0 has shape (3,)"); ValueError for another tree structure.
   // The last batch is short unless drop_remainder.
   Dataset batch(int64_t batch_size, bool drop_remainder = false) const;
-  // batch for variable-length leaves: each leaf is padded with options.padding_value to
-  // the longest in the batch along every axis, or to options.padded_shapes. ShapeError
+  // batch for variable-length leaves: each leaf is padded with options.padding_value (""
+  // for string leaves) to the longest in the batch along every axis, or to
+  // options.padded_shapes. ShapeError
   // for an element longer than its padded shape or of another rank.
   Dataset padded_batch(int64_t batch_size, PaddedBatchOptions options = {}) const;
-  // The inverse of batch: slices every leaf along its first axis (views of the batch).
-  // ShapeError for a scalar leaf or leaves with different first dimensions.
+  // batch for leaves that differ in their first dimension (tf.data's ragged_batch): a
+  // leaf of rank >= 1 becomes a RaggedTensor in its Tree form (chorus/core/ragged_tensor.h:
+  // a {"__ragged_row_splits__", "__ragged_values__"} dict) whose row i is element i's
+  // leaf; scalar leaves stack densely. DTypeError / ShapeError naming the element and
+  // leaf for another dtype, rank, or inner dims; ValueError for an element that already
+  // holds a RaggedTensor.
+  //   lines.map(tokenize).ragged_batch(32)  // {"__ragged_row_splits__": (33,) int64, ...}
+  Dataset ragged_batch(int64_t batch_size, bool drop_remainder = false) const;
+  // The inverse of batch (and of ragged_batch): slices every leaf along its first axis
+  // (views of the batch); a RaggedTensor in Tree form gives its rows. ShapeError for a
+  // scalar leaf or leaves with different first dimensions (a ragged leaf's: its rows).
   Dataset unbatch() const;
   // The first `count` elements (-1: all). Stops pulling its input after them.
   Dataset take(int64_t count) const;

@@ -74,7 +74,8 @@ class DatasetImpl : public std::enable_shared_from_this<DatasetImpl> {
   virtual std::vector<std::string> files() const { return {}; }
   // The same source over `files` instead. REQUIRES: !files().empty(), !files.empty().
   virtual DatasetPtr with_files(std::vector<std::string> files) const;
-  // How many elements one output stacks: batch_size for batch() and padded_batch(),
+  // How many elements one output stacks: batch_size for batch(), padded_batch() and
+  // ragged_batch(),
   // 0 for every other stage.
   virtual int64_t batch_size() const { return 0; }
   // The same batching stage stacking `batch_size` elements. REQUIRES: this->batch_size()
@@ -188,6 +189,7 @@ DatasetPtr make_filter_dataset(DatasetPtr input, std::function<bool(const Tree&)
 DatasetPtr make_shuffle_dataset(DatasetPtr input, int64_t buffer_size, uint64_t seed, bool reshuffle);
 DatasetPtr make_batch_dataset(DatasetPtr input, int64_t batch_size, bool drop_remainder);
 DatasetPtr make_padded_batch_dataset(DatasetPtr input, int64_t batch_size, PaddedBatchOptions options);
+DatasetPtr make_ragged_batch_dataset(DatasetPtr input, int64_t batch_size, bool drop_remainder);
 DatasetPtr make_unbatch_dataset(DatasetPtr input);
 DatasetPtr make_take_dataset(DatasetPtr input, int64_t count);
 DatasetPtr make_skip_dataset(DatasetPtr input, int64_t count);

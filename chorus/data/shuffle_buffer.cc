@@ -21,7 +21,7 @@ void ShuffleBuffer::choose_layout(const Tree& element) {
   size_t offset = 0;
   bool ok = true;
   for_each_leaf(element, [&](const Tensor& leaf) {
-    if (!leaf.defined()) {
+    if (!leaf.defined() || leaf.dtype() == kString) {  // strings are objects, not bytes to pack
       ok = false;
       return;
     }

@@ -2,7 +2,7 @@
 // common case: a record of scalars, as MovieLens ratings) are packed as raw bytes in one
 // arena, so a buffer of 100,000 elements is a few MB instead of 100,000 trees of heap
 // nodes; that keeps a full-dataset shuffle in cache. An element that does not fit the
-// layout turns the buffer into a plain vector of trees. Elements taken from a packed
+// layout (or holds a string leaf) turns the buffer into a plain vector of trees. Elements taken from a packed
 // buffer are fresh tensors (views into a shared output chunk), not the input's views.
 // Internal to chorus/data; one thread.
 #pragma once

@@ -6,6 +6,7 @@
 #include "chorus/core/error.h"
 #include "chorus/data/dataset_impl.h"
 #include "chorus/data/line_reader.h"
+#include "chorus/data/utf8.h"
 
 namespace chorus::data {
 namespace {
@@ -40,7 +41,11 @@ class TextLineIterator final : public IteratorImpl {
   std::optional<Tree> next() override {
     const std::optional<std::string_view> line = next_line();
     if (!line) return std::nullopt;
-    std::optional<Tree> element(std::in_place, string_to_bytes(*line));
+    if (const std::optional<size_t> bad = find_invalid_utf8(*line)) {
+      throw_error<IOError>("text_line_dataset: {}:{}: invalid UTF-8 at byte {} of the line (byte {:#04x})",
+                              ds_->file_list()[file_], line_, *bad, static_cast<unsigned char>((*line)[*bad]));
+    }
+    std::optional<Tree> element(std::in_place, Tensor::from_string(std::string(*line)));
     return element;
   }
   // Reads lines without making their tensors: cheap replays for batch and restore.
@@ -121,33 +126,6 @@ Dataset text_line_dataset(const std::vector<std::string>& files) {
   if (files.empty()) throw_error<ValueError>("text_line_dataset: expected at least one file, got none");
   for (const std::string& file : files) check_readable(file);
   return Dataset(std::make_shared<TextLineDataset>(files));
-}
-
-Tensor string_to_bytes(std::string_view text) {
-  Tensor out = Tensor::empty({static_cast<int64_t>(text.size())}, kInt32);
-  int32_t* values = out.data<int32_t>();
-  for (size_t i = 0; i < text.size(); ++i) values[i] = static_cast<unsigned char>(text[i]);
-  return out;
-}
-
-std::string bytes_to_string(const Tensor& bytes) {
-  if (bytes.dtype() != kInt32) {
-    throw_error<DTypeError>("bytes_to_string: expected an int32 tensor of byte values, got {}",
-                            dtype_name(bytes.dtype()));
-  }
-  if (bytes.rank() != 1) {
-    throw_error<ShapeError>("bytes_to_string: expected a 1-D tensor of byte values, got shape {}",
-                            bytes.shape().to_string());
-  }
-  const int32_t* values = bytes.data<int32_t>();
-  std::string out(static_cast<size_t>(bytes.numel()), '\0');
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (values[i] < 0 || values[i] > 255) {
-      throw_error<ValueError>("bytes_to_string: expected byte values 0-255, found {} at position {}", values[i], i);
-    }
-    out[i] = static_cast<char>(values[i]);
-  }
-  return out;
 }
 
 }  // namespace chorus::data

@@ -57,6 +57,8 @@ constexpr std::string_view safetensors_name(DType dtype) {
       return "I64";
     case DType::kBool:
       return "BOOL";
+    case DType::kString:
+      return "?";  // refused by check_savable: safetensors has no string dtype
   }
   return "?";
 }
@@ -82,6 +84,10 @@ void check_savable(const fs::path& path, const std::string& name, const Tensor& 
     throw_error<ValueError>("save_safetensors: {}: duplicate tensor name '{}'", file, name);
   }
   if (!tensor.defined()) throw_error<ValueError>("save_safetensors: {}: tensor '{}' is undefined", file, name);
+  if (tensor.dtype() == kString) {
+    throw_error<DTypeError>("save_safetensors: {}: tensor '{}' has dtype string; expected one of {}", file, name,
+                            kSupported);
+  }
   if (!tensor.device().is_cpu()) {
     throw_error<ValueError>("save_safetensors: {}: tensor '{}' is on {}, expected cpu", file, name,
                             tensor.device().to_string());

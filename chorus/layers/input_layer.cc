@@ -7,7 +7,7 @@ namespace chorus::layers {
 namespace {
 
 DType dtype_from_name(const std::string& name) {
-  for (DType d : {kFloat32, kBFloat16, kInt32, kInt64, kBool}) {
+  for (DType d : {kFloat32, kBFloat16, kInt32, kInt64, kBool, kString}) {
     if (dtype_name(d) == name) return d;
   }
   throw_error<ValueError>("InputLayer: unknown dtype '{}'", name);

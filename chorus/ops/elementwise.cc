@@ -13,6 +13,7 @@ namespace detail {
 
 void check_defined(const char* op, const Tensor& t, const char* name) {
   if (!t.defined()) throw_error<ValueError>("{}: argument {} is an undefined tensor", op, name);
+  check_not_string(op, t.dtype());  // every elementwise op, cast, loss and metric enters here
 }
 
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {

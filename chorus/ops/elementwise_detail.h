@@ -12,7 +12,7 @@ using backend::cpu::KernelParams;
 using backend::cpu::UnaryOp;
 
 // Throws ValueError "add: argument b is an undefined tensor".
-void check_defined(const char* op, const Tensor& t, const char* name);
+void check_defined(const char* op, const Tensor& t, const char* name);  // also refuses strings
 // Throws DTypeError "add: dtypes differ: float32 and int32".
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
 // Throws DTypeError "exp: expected a floating dtype (float32 or bfloat16), got int32".

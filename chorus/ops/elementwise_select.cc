@@ -54,6 +54,10 @@ Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
 
 Tensor cast(const Tensor& x, DType dtype) {
   detail::check_defined("cast", x, "x");
+  if (dtype == kString) {
+    throw_error<DTypeError>("cast: expected a numeric target dtype, got string (cannot cast {} to string)",
+                            dtype_name(x.dtype()));
+  }
   Tensor out;
   if (x.dtype() == dtype) {
     out = x.view(x.shape());  // nothing to convert: a fresh handle on the same storage

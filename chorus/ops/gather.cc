@@ -77,6 +77,7 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes, DType dtype) {
 }
 
 Tensor take(const Tensor& x, const Tensor& indices, int axis) {
+  check_not_string("take", x.dtype());
   check_indices(indices, "take");
   const int a = x.shape().normalize_axis(axis, "take");
   TakeView v;

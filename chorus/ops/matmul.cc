@@ -34,6 +34,8 @@ struct Layout {
 };
 
 void check_dtypes(const Tensor& a, const Tensor& b) {
+  check_not_string("matmul", a.dtype());
+  check_not_string("matmul", b.dtype());
   if (a.dtype() != b.dtype()) {
     throw_error<DTypeError>("matmul: dtypes differ: {} and {}", dtype_name(a.dtype()), dtype_name(b.dtype()));
   }

@@ -74,6 +74,7 @@ Tensor from_float32(const Tensor& x, DType dtype) {
 }
 
 void check_floating(const Tensor& x, const char* op) {
+  check_not_string(op, x.dtype());  // mean, softmax and the like: one message for strings
   if (!is_floating(x.dtype())) {
     throw_error<DTypeError>("{}: expected a floating dtype (float32 or bfloat16), got {}", op, dtype_name(x.dtype()));
   }

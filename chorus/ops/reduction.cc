@@ -22,6 +22,7 @@ using internal::ReducePlan;
 constexpr int64_t kGrain = 32768;
 
 void check_numeric(const Tensor& x, const char* op) {
+  check_not_string(op, x.dtype());
   if (x.dtype() == kBool) {
     throw_error<DTypeError>("{}: expected a numeric dtype (float32, bfloat16, int32 or int64), got bool", op);
   }

@@ -95,9 +95,9 @@ TEST_F(CsvTest, BadInputNamesFileLineAndColumn) {
   EXPECT_THAT([&] { read_csv(write("f.csv", "a,b,c,d\n1,2,3,4\n1,2,3\n")); },
               ThrowsMessage<IOError>(HasSubstr("f.csv:3: expected 4 fields, found 3")));
   EXPECT_THAT([&] { read_csv(write("u.csv", "a\n\"never closed\n1\n")); },
-              ThrowsMessage<IOError>(HasSubstr("u.csv:2: a quoted field is never closed")));
+              ThrowsMessage<IOError>(HasSubstr("u.csv:2:1: a quoted field is never closed")));
   EXPECT_THAT([&] { read_csv(write("t.csv", "a,b\n\"1\"x,2\n")); },
-              ThrowsMessage<IOError>(HasSubstr("t.csv:2: expected a delimiter or the end of the line after a closing "
+              ThrowsMessage<IOError>(HasSubstr("t.csv:2:4: expected a delimiter or the end of the line after a closing "
                                                "quote, found 'x'")));
   EXPECT_THAT([&] { read_csv(write("empty.csv", "")); },
               ThrowsMessage<IOError>(HasSubstr("empty.csv: expected a header row, found an empty file")));
@@ -117,8 +117,8 @@ TEST_F(CsvTest, OptionsNamingUnknownColumnsOrTypes) {
   EXPECT_THAT([&] { read_csv(path, {.column_defaults = {{"z", 1}}}); },
               ThrowsMessage<ValueError>(HasSubstr("CsvOptions::column_defaults names 'z'")));
   EXPECT_THAT([&] { read_csv(path, {.column_types = {{"a", kBool}}}); },
-              ThrowsMessage<DTypeError>(HasSubstr("column 'a': expected a column type of float32, int32 or int64, got "
-                                                  "bool")));
+              ThrowsMessage<DTypeError>(HasSubstr("column 'a': expected a column type of float32, int32, int64 or "
+                                                  "string, got bool")));
 }
 
 TEST_F(CsvTest, DatasetOfRecordsOrFeatureLabelPairs) {
@@ -148,6 +148,59 @@ TEST_F(CsvTest, DatasetOfRecordsOrFeatureLabelPairs) {
 TEST_F(CsvTest, HeaderOnlyGivesEmptyColumns) {
   const Tree columns = read_csv(write("h.csv", "a,b\r\n"));
   EXPECT_EQ(columns["a"].tensor().shape(), Shape({0}));
+}
+
+TEST_F(CsvTest, TextColumnsAreStrings) {
+  // Quoted text with the delimiter, a doubled quote and a newline; an empty field is "".
+  const std::string path = write("reviews.csv",
+                                 "stars,text\n"
+                                 "5,\"Great, \"\"really\"\"\"\n"
+                                 "1,\"two\nlines\"\n"
+                                 "3,\n"
+                                 "4,caf\xc3\xa9\n");
+  const Tree columns = read_csv(path, {.column_types = {{"stars", kInt32}, {"text", kString}}});
+  const Tensor text = columns["text"].tensor();
+  EXPECT_EQ(text.dtype(), kString);
+  EXPECT_TRUE(array_equal(text, Tensor::from_strings({"Great, \"really\"", "two\nlines", "", "caf\xc3\xa9"})));
+  // make_csv_dataset: a record per element, its text a scalar string.
+  auto it = make_csv_dataset(path, {.column_types = {{"text", kString}}, .label_name = "stars"}).iterator();
+  const Tree first = *it.next();
+  EXPECT_EQ(first[0]["text"].tensor().string_at(0), "Great, \"really\"");
+  EXPECT_EQ(first[1].tensor().item<float>(), 5);
+}
+
+TEST_F(CsvTest, InferredColumnTypes) {
+  const std::string path = write("mixed.csv",
+                                 "small,big,real,word,blank\n"
+                                 "1,3000000000,1,a,\n"
+                                 "-2,4,2.5,7,\n"
+                                 ",5,,\"x,y\",\n");
+  const Tree columns =
+      read_csv(path, {.infer_column_types = true, .column_defaults = {{"small", 0}, {"real", 0}, {"blank", 0}}});
+  EXPECT_EQ(columns["small"].tensor().dtype(), kInt32);
+  EXPECT_EQ(columns["small"].tensor().to_vector<int32_t>(), (std::vector<int32_t>{1, -2, 0}));
+  EXPECT_EQ(columns["big"].tensor().dtype(), kInt64);
+  EXPECT_EQ(columns["real"].tensor().dtype(), kFloat32);
+  EXPECT_EQ(columns["word"].tensor().dtype(), kString);
+  EXPECT_TRUE(array_equal(columns["word"].tensor(), Tensor::from_strings({"a", "7", "x,y"})));
+  EXPECT_EQ(columns["blank"].tensor().dtype(), kFloat32);  // only empty fields: default_dtype
+  // An explicit type wins over inference.
+  const Tree typed = read_csv(path, {.select_columns = {"small"}, .column_types = {{"small", kString}},
+                                     .infer_column_types = true});
+  EXPECT_TRUE(array_equal(typed["small"].tensor(), Tensor::from_strings({"1", "-2", ""})));
+}
+
+TEST_F(CsvTest, BadTextNamesFileLineAndColumn) {
+  EXPECT_THAT([&] { read_csv(write("utf.csv", "id,text\n1,ok\n2,ab\xff\n"), {.column_types = {{"text", kString}}}); },
+              ThrowsMessage<IOError>(HasSubstr("utf.csv:3: column 'text': expected UTF-8 text, found the byte 0xff at "
+                                               "byte 2 of the field")));
+  EXPECT_THAT([&] {
+    read_csv(write("q.csv", "id,text\n1,\"fine\"\n2,\"bad\"quote\n"), {.column_types = {{"text", kString}}});
+  },
+              ThrowsMessage<IOError>(HasSubstr("q.csv:3:8: expected a delimiter or the end of the line after a closing "
+                                               "quote, found 'q'")));
+  EXPECT_THAT([&] { read_csv(write("open.csv", "id,text\n1,x\n2,\"open\n"), {.column_types = {{"text", kString}}}); },
+              ThrowsMessage<IOError>(HasSubstr("open.csv:3:3: a quoted field is never closed")));
 }
 
 }  // namespace

@@ -22,10 +22,19 @@ inline std::vector<int64_t> scalars(const Dataset& ds, int64_t epoch = 0) {
   return out;
 }
 
-// A printable fingerprint of an element: its structure, shapes, dtypes and values.
+// A printable fingerprint of an element: its structure, shapes, dtypes and values
+// (strings as bytes literals).
 inline std::string fingerprint(const Tree& tree) {
   std::string out = tree.to_string() + ":";
-  for (const Tensor& leaf : tree.flatten()) out += fmt::format("[{}]", fmt::join(leaf.to_vector<double>(), ","));
+  for (const Tensor& leaf : tree.flatten()) {
+    if (leaf.dtype() == kString) {
+      std::vector<std::string> words;
+      for (const std::string& s : leaf.strings()) words.push_back(bytes_literal(s));
+      out += fmt::format("[{}]", fmt::join(words, ","));
+    } else {
+      out += fmt::format("[{}]", fmt::join(leaf.to_vector<double>(), ","));
+    }
+  }
   return out;
 }
 

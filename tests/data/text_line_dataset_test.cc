@@ -21,7 +21,7 @@ class TextLineDatasetTest : public testing::TempDirTest {};
 
 std::vector<std::string> all_lines(const Dataset& dataset) {
   std::vector<std::string> out;
-  for (auto it = dataset.iterator(); auto line = it.next();) out.push_back(bytes_to_string(line->tensor()));
+  for (auto it = dataset.iterator(); auto line = it.next();) out.push_back(line->tensor().string_at(0));
   return out;
 }
 
@@ -35,11 +35,10 @@ TEST_F(TextLineDatasetTest, LinesOfSeveralFilesInOrder) {
   EXPECT_EQ(all_lines(lines).size(), 5u);
   auto it = lines.iterator();
   const Tensor first = it.next()->tensor();
-  EXPECT_EQ(first.dtype(), kInt32);
-  EXPECT_EQ(first.to_vector<int>(), (std::vector<int>{'f', 'i', 'r', 's', 't'}));
+  EXPECT_EQ(first.dtype(), kString);
+  EXPECT_EQ(first.rank(), 0);  // a scalar string, as tf.data's TextLineDataset yields
+  EXPECT_EQ(first.string_at(0), "first");
   EXPECT_EQ(lines.cardinality(), kUnknownCardinality);
-  // Bytes above 127 are 128-255, not negative.
-  EXPECT_EQ(string_to_bytes("\xc3\xa9").to_vector<int>(), (std::vector<int>{0xc3, 0xa9}));
 }
 
 TEST_F(TextLineDatasetTest, LinesLongerThanTheReadBuffer) {
@@ -74,7 +73,7 @@ TEST_F(TextLineDatasetTest, RestoresAPositionMidFile) {
   auto restored = lines.iterator();
   restored.restore(position);
   std::vector<std::string> rest;
-  while (auto line = restored.next()) rest.push_back(bytes_to_string(line->tensor()));
+  while (auto line = restored.next()) rest.push_back(line->tensor().string_at(0));
   EXPECT_EQ(rest, (std::vector<std::string>{"line 1020", "line 1021", "line 1022", "tail 1", "tail 2"}));
 }
 
@@ -85,12 +84,22 @@ TEST_F(TextLineDatasetTest, BadInput) {
               ThrowsMessage<IOError>(HasSubstr("cannot open: Is a directory")));
   EXPECT_THAT([&] { text_line_dataset({}); },
               ThrowsMessage<ValueError>(HasSubstr("text_line_dataset: expected at least one file, got none")));
-  EXPECT_THAT([&] { bytes_to_string(full({2}, 300, kInt32)); },
-              ThrowsMessage<ValueError>(HasSubstr("bytes_to_string: expected byte values 0-255, found 300 at position 0")));
-  EXPECT_THAT([&] { bytes_to_string(zeros({2})); },
-              ThrowsMessage<DTypeError>(HasSubstr("expected an int32 tensor of byte values, got float32")));
-  EXPECT_THAT([&] { bytes_to_string(zeros({2, 2}, kInt32)); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected a 1-D tensor of byte values, got shape (2, 2)")));
+}
+
+TEST_F(TextLineDatasetTest, InvalidUtf8NamesFileAndLine) {
+  // Line 3 holds a lone continuation byte after "ab"; lines 1-2 come out before the error.
+  const std::string path = write("bad.txt", "ok\ncaf\xc3\xa9\nab\x80" "c\nlater\n");
+  auto it = text_line_dataset({path}).iterator();
+  EXPECT_EQ(it.next()->tensor().string_at(0), "ok");
+  EXPECT_EQ(it.next()->tensor().string_at(0), "caf\xc3\xa9");
+  EXPECT_THAT([&] { it.next(); },
+              ThrowsMessage<IOError>(HasSubstr("text_line_dataset: " + path +
+                                               ":3: invalid UTF-8 at byte 2 of the line (byte 0x80)")));
+  // Overlong forms, surrogates and truncated sequences are refused too.
+  for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xe2\x82", "\xf4\x90\x80\x80"}) {
+    auto one = text_line_dataset({write("one.txt", bad)}).iterator();
+    EXPECT_THROW(one.next(), IOError) << bad;
+  }
 }
 
 TEST(TextLineDatasetRealDataTest, WikiText2LineCount) {
@@ -98,7 +107,9 @@ TEST(TextLineDatasetRealDataTest, WikiText2LineCount) {
   if (!dir) GTEST_SKIP() << testing::shared_data_missing("wikitext-2");
   const Dataset lines = text_line_dataset({*dir + "/wiki.valid.tokens"});
   int64_t count = 0, bytes = 0;
-  for (auto it = lines.iterator(); auto line = it.next(); ++count) bytes += line->tensor().numel();
+  for (auto it = lines.iterator(); auto line = it.next(); ++count) {
+    bytes += static_cast<int64_t>(line->tensor().string_at(0).size());
+  }
   EXPECT_EQ(count, 3760);
   EXPECT_EQ(bytes, 1121681 - 3760);  // every byte but the line endings
 }

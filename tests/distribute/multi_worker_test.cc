@@ -137,7 +137,7 @@ json replay_in_one_process(const std::vector<std::vector<int64_t>>& steps) {
 
 // A line of the FILE-sharding scenario's text files, "x0 x1 x2 x3 label", as (x, label).
 Tree parse_example(const Tree& line) {
-  std::istringstream in(data::bytes_to_string(line.tensor()));
+  std::istringstream in(line.tensor().string_at(0));
   std::vector<float> x(4);
   int label = 0;
   for (float& v : x) in >> v;

@@ -122,6 +122,7 @@ double reference_cast(double v, DType to) {
       if (std::isnan(v)) return 0;
       return std::clamp(std::trunc(v), lo, hi);
     }
+    case kString: break;  // cast refuses strings
   }
   return 0;
 }

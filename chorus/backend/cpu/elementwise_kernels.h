@@ -38,7 +38,7 @@ enum class UnaryOp : uint8_t {
   kCount
 };
 inline constexpr int kNumUnaryOps = static_cast<int>(UnaryOp::kCount);
-inline constexpr int kNumDTypes = 5;
+inline constexpr int kNumDTypes = 5;  // the numeric and bool dtypes: ops refuse kString before any kernel
 
 // Extra scalar arguments: clip bounds (kClip, kClipGrad). For integer dtypes the bounds
 // are rounded inward (ceil(lo), floor(hi)) and saturated to the type's range.
@@ -51,12 +51,14 @@ constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::kEqual && op 
 
 // Which input dtypes a kernel exists for (the ops check first and throw DTypeError).
 constexpr bool binary_supported(BinaryOp op, DType dtype) {
+  if (dtype == DType::kString) return false;
   if (op == BinaryOp::kEqual || op == BinaryOp::kNotEqual) return true;
   if (dtype == DType::kBool) return false;
   if (op <= BinaryOp::kMinimum || is_comparison(op)) return true;
   return is_floating(dtype);
 }
 constexpr bool unary_supported(UnaryOp op, DType dtype) {
+  if (dtype == DType::kString) return false;
   if (dtype == DType::kBool) return false;
   return op <= UnaryOp::kClip || is_floating(dtype);
 }
