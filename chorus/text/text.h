@@ -9,6 +9,7 @@
 #include "chorus/text/pretokenizer.h"
 #include "chorus/text/regex.h"
 #include "chorus/text/start_end_packer.h"
+#include "chorus/text/string_ops.h"
 #include "chorus/text/strings.h"
 #include "chorus/text/unicode.h"
 #include "chorus/text/vocabulary.h"
