@@ -91,7 +91,9 @@ TEST_F(DataParallelTest, SgdWithMomentumMatchesOneDevice) {
   for (int devices = 2; devices <= 3; ++devices) {
     SCOPED_TRACE(devices);
     MlpRun run = train_mlp(devices, 16, sgd());
-    EXPECT_LE(testing::max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
+    // Nesterov momentum amplifies summation-order noise: 1.29e-5 with AVX2 (8-lane) kernels
+    // on an AMD EPYC host, under 1e-5 with AVX-512. A wrong gradient scale shows as > 1e-2.
+    EXPECT_LE(testing::max_relative_difference(run.model->weights(), reference.model->weights()), 3e-5);
   }
 }
 

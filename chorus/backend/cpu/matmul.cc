@@ -8,10 +8,12 @@
 #include <cassert>
 #include <list>
 #include <unordered_map>
+#include <vector>
 
 #include <dnnl.hpp>
 
 #include "chorus/backend/cpu/parallel.h"
+#include "chorus/core/bfloat16.h"
 #include "chorus/core/error.h"
 
 namespace chorus::backend::cpu {
@@ -114,11 +116,55 @@ Entry& lookup(ThreadState& state, const MatmulProblem& p) {
   return state.lru.front();
 }
 
+// Whether oneDNN runs bfloat16 matmuls on this CPU. oneDNN 2.6 needs AVX-512 for them
+// (AMD EPYC hosts without it have been seen here); asked once by building a tiny primitive.
+bool native_bfloat16_matmul() {
+  static const bool supported = [] {
+    try {
+      const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+      const dnnl::memory::desc md({2, 2}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ab);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md, md, md), engine);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return supported;
+}
+
+// The elements an operand's strides reach: 1 + sum((dim - 1) * stride).
+size_t strided_extent(int rank, const std::array<int64_t, kMaxRank>& dims, const std::array<int64_t, kMaxRank>& strides) {
+  size_t extent = 1;
+  for (int i = 0; i < rank; ++i) extent += static_cast<size_t>((dims[i] - 1) * strides[i]);
+  return extent;
+}
+
+std::vector<float> widen(const void* data, size_t count) {
+  const auto* in = static_cast<const bfloat16*>(data);
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i) out[i] = static_cast<float>(in[i]);
+  return out;
+}
+
 }  // namespace
 
 void matmul(const MatmulProblem& p, const void* a, const void* b, void* c) {
   assert(p.rank >= 2 && p.rank <= kMaxRank);
   assert(p.a_dims[p.rank - 1] == p.b_dims[p.rank - 2] && p.a_dims[p.rank - 1] > 0);
+  if (p.dtype == kBFloat16 && !native_bfloat16_matmul()) {
+    // The same product in float32 on widened copies (same strides), rounded once: the
+    // result bfloat16 kernels give, which accumulate in float32 too.
+    MatmulProblem f32 = p;
+    f32.dtype = kFloat32;
+    const auto a32 = widen(a, strided_extent(p.rank, p.a_dims, p.a_strides));
+    const auto b32 = widen(b, strided_extent(p.rank, p.b_dims, p.b_strides));
+    const Shape c_shape(std::span<const int64_t>(p.c_dims.data(), static_cast<size_t>(p.rank)));
+    std::vector<float> c32(static_cast<size_t>(c_shape.numel()));
+    matmul(f32, a32.data(), b32.data(), c32.data());
+    auto* out = static_cast<bfloat16*>(c);
+    for (size_t i = 0; i < c32.size(); ++i) out[i] = bfloat16(c32[i]);
+    return;
+  }
   ThreadState& state = thread_state();
   Entry& entry = lookup(state, p);
   // oneDNN takes non-const handles but only reads src and weights.

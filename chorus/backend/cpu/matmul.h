@@ -29,7 +29,8 @@ struct MatmulProblem {
 };
 
 // Computes `p` on the calling thread's intra-op thread budget, reading a and b and
-// writing every element of c. bfloat16 accumulates in float32 and rounds once.
+// writing every element of c. bfloat16 accumulates in float32 and rounds once; on a CPU
+// where oneDNN has no bfloat16 matmul (no AVX-512), it runs in float32 on widened copies.
 // REQUIRES: the dims are consistent (a's K equals b's K, batch axes equal or 1), c has
 // at least one element, and K >= 1 (callers handle empty products: oneDNN 2.6 divides
 // by zero on M == 0). Pointers are borrowed for the duration of the call only.
