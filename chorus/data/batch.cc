@@ -298,17 +298,9 @@ class PaddedBatchIterator final : public IteratorImpl {
   PaddedBatchIterator(std::shared_ptr<const PaddedBatchDataset> ds, int64_t epoch)
       : ds_(std::move(ds)), input_(ds_->input().make_iterator(epoch)) {}
   std::optional<Tree> next() override {
-    std::vector<Tree> elements;
-    while (static_cast<int64_t>(elements.size()) < ds_->batch_size()) {
-      std::optional<Tree> element = input_->next();
-      if (!element) break;
-      elements.push_back(std::move(*element));
-    }
-    if (elements.empty()) return std::nullopt;
-    if (static_cast<int64_t>(elements.size()) < ds_->batch_size() && ds_->options().drop_remainder) {
-      return std::nullopt;
-    }
-    return ds_->stack(elements);
+    auto elements = next_elements(*input_, ds_->batch_size(), ds_->options().drop_remainder);
+    if (!elements) return std::nullopt;
+    return ds_->stack(*elements);
   }
   int64_t advance(int64_t n) override {
     return advance_batches(*input_, n, ds_->batch_size(), ds_->options().drop_remainder);

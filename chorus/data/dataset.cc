@@ -40,6 +40,18 @@ int64_t IteratorImpl::advance(int64_t n) {
   return skipped;
 }
 
+std::optional<std::vector<Tree>> next_elements(IteratorImpl& input, int64_t batch_size, bool drop_remainder) {
+  std::vector<Tree> elements;
+  while (static_cast<int64_t>(elements.size()) < batch_size) {
+    std::optional<Tree> element = input.next();
+    if (!element) break;
+    elements.push_back(std::move(*element));
+  }
+  if (elements.empty()) return std::nullopt;
+  if (static_cast<int64_t>(elements.size()) < batch_size && drop_remainder) return std::nullopt;
+  return elements;
+}
+
 std::string DatasetImpl::describe() const {
   const auto in = inputs();
   if (in.empty()) return name();

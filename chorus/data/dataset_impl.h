@@ -43,6 +43,10 @@ class IteratorImpl {
   virtual void restore(const nlohmann::json& state) = 0;
 };
 
+// The next up-to-`batch_size` elements of `input` for a batching stage, or nullopt at the
+// end of the pass and for a short last batch when `drop_remainder`.
+std::optional<std::vector<Tree>> next_elements(IteratorImpl& input, int64_t batch_size, bool drop_remainder);
+
 class DatasetImpl;
 using DatasetPtr = std::shared_ptr<const DatasetImpl>;
 

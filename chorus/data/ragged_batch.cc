@@ -127,15 +127,9 @@ class RaggedBatchIterator final : public IteratorImpl {
       : ds_(std::move(ds)), input_(ds_->input().make_iterator(epoch)) {}
 
   std::optional<Tree> next() override {
-    std::vector<Tree> elements;
-    while (static_cast<int64_t>(elements.size()) < ds_->batch_size()) {
-      std::optional<Tree> element = input_->next();
-      if (!element) break;
-      elements.push_back(std::move(*element));
-    }
-    if (elements.empty()) return std::nullopt;
-    if (static_cast<int64_t>(elements.size()) < ds_->batch_size() && ds_->drop_remainder()) return std::nullopt;
-    return ds_->stack(elements);
+    auto elements = next_elements(*input_, ds_->batch_size(), ds_->drop_remainder());
+    if (!elements) return std::nullopt;
+    return ds_->stack(*elements);
   }
   int64_t advance(int64_t n) override {
     const int64_t size = ds_->batch_size();
