@@ -92,20 +92,27 @@ WorkerGroup::WorkerGroup(ClusterSpec cluster) : cluster_(std::move(cluster)) {
   if (rank() == 0) {
     std::random_device device;
     seed = (uint64_t{device()} << 32) ^ device();
-    std::vector<char> bytes(sizeof seed);
-    std::memcpy(bytes.data(), &seed, sizeof seed);
-    store_->set("chorus/seed", bytes);
-  } else {
-    store_->wait({"chorus/seed"}, deadline);
-    const std::vector<char> bytes = store_->get("chorus/seed");
-    if (bytes.size() != sizeof seed) throw_error<StoreError>("multi-worker: malformed seed from rank 0");
-    std::memcpy(&seed, bytes.data(), sizeof seed);
   }
-  set_unseeded_seed_stream(seed);
+  set_unseeded_seed_stream(chief_value(seed));
   communicator_ = std::make_unique<GlooCommunicator>(cluster_, *store_, gloo);
 }
 
 WorkerGroup::~WorkerGroup() = default;
+
+uint64_t WorkerGroup::chief_value(uint64_t value) {
+  const std::string key = fmt::format("chorus/chief_value/{}", chief_values_++);
+  std::vector<char> bytes(sizeof value);
+  if (rank() == 0) {
+    std::memcpy(bytes.data(), &value, sizeof value);
+    store_->set(key, bytes);
+    return value;
+  }
+  store_->wait({key}, collective_deadline());
+  bytes = store_->get(key);
+  if (bytes.size() != sizeof value) throw_error<StoreError>("multi-worker: malformed {} from rank 0", key);
+  std::memcpy(&value, bytes.data(), sizeof value);
+  return value;
+}
 
 void WorkerGroup::on_chief_then_barrier(const std::function<void()>& write) {
   // Rank 0's verdict instead of a bare barrier: a failed write fails every rank now, not
@@ -132,14 +139,14 @@ void WorkerGroup::on_chief_then_barrier(const std::function<void()>& write) {
 
 namespace chorus::distribution {
 namespace {
-std::mutex g_mutex;
+std::mutex g_group_mutex;
 std::shared_ptr<distribute::WorkerGroup> g_group;
 }  // namespace
 
 void initialize() { initialize(distribute::discover_cluster()); }
 
 void initialize(const distribute::ClusterSpec& cluster) {
-  std::lock_guard lock(g_mutex);
+  std::lock_guard lock(g_group_mutex);
   if (g_group) {
     const distribute::ClusterSpec& joined = g_group->cluster();
     if (joined.rank != cluster.rank || joined.world_size != cluster.world_size ||
@@ -154,7 +161,7 @@ void initialize(const distribute::ClusterSpec& cluster) {
 }
 
 std::shared_ptr<distribute::WorkerGroup> worker_group() {
-  std::lock_guard lock(g_mutex);
+  std::lock_guard lock(g_group_mutex);
   return g_group;
 }
 

@@ -43,8 +43,15 @@ class WorkerGroup {
   // and every other rank throws IOError saying rank 0 failed.
   void on_chief_then_barrier(const std::function<void()>& write);
 
+  // Rank 0's `value`, returned on every rank: a choice each process would make alone (the
+  // seed of fit's shuffle, drawn from its own layer stream) made once for the job. Every
+  // rank calls it, in the same order; throws StoreError when rank 0's value does not
+  // arrive within the collective deadline.
+  uint64_t chief_value(uint64_t value);
+
  private:
   ClusterSpec cluster_;
+  int64_t chief_values_ = 0;  // chief_value() calls so far: each one's store key
   std::unique_ptr<gloo::rendezvous::Store> store_;
   std::unique_ptr<Communicator> communicator_;
 };

@@ -2,12 +2,14 @@
 // test_step and predict_step (Keras's Trainer).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "chorus/autograd/tape.h"
 #include "chorus/core/error.h"
 #include "chorus/distribute/distribution.h"
 #include "chorus/distribute/replica_context.h"
 #include "chorus/distribute/replica_runner.h"
+#include "chorus/distribute/worker_group.h"
 #include "chorus/layers/initializers.h"
 #include "chorus/models/callback_list.h"
 #include "chorus/models/model.h"
@@ -52,8 +54,9 @@ Tree slice_rows(const Tree& tree, int64_t begin, int64_t end) {
   return tree.map([&](const Tensor& t) { return t.first_axis_slice(begin, end); });
 }
 
-// The dataset fit/evaluate/predict iterate for in-memory arrays.
-data::Dataset arrays_dataset(const Tree& x, const Tree& y, int64_t batch_size, bool shuffle,
+// The dataset fit/evaluate/predict iterate for in-memory arrays, reshuffled each epoch
+// from `shuffle_seed` when it is given.
+data::Dataset arrays_dataset(const Tree& x, const Tree& y, int64_t batch_size, std::optional<uint64_t> shuffle_seed,
                              const std::string& model) {
   if (batch_size <= 0) throw_error<ValueError>("{}: expected batch_size > 0. Received: batch_size={}", model, batch_size);
   int64_t rows = num_rows(x, "x", model);
@@ -66,7 +69,7 @@ data::Dataset arrays_dataset(const Tree& x, const Tree& y, int64_t batch_size, b
     element = Tree::list({x, y});
   }
   data::Dataset ds = data::Dataset::from_tensor_slices(element);
-  if (shuffle && rows > 1) ds = ds.shuffle(rows, layers::next_generator().key(), /*reshuffle_each_iteration=*/true);
+  if (shuffle_seed && rows > 1) ds = ds.shuffle(rows, *shuffle_seed, /*reshuffle_each_iteration=*/true);
   return ds.batch(batch_size);
 }
 
@@ -190,9 +193,16 @@ History Model::fit(const Tree& x, const Tree& y, FitOptions options) {
     train_x = slice_rows(x, 0, split);
     train_y = y.empty() ? y : slice_rows(y, 0, split);
     options.validation_data = arrays_dataset(slice_rows(x, split, rows), y.empty() ? y : slice_rows(y, split, rows),
-                                             options.batch_size, false, name());
+                                             options.batch_size, std::nullopt, name());
   }
-  return fit(arrays_dataset(train_x, train_y, options.batch_size, options.shuffle, name()), std::move(options));
+  std::optional<uint64_t> shuffle_seed;
+  if (options.shuffle) {
+    shuffle_seed = layers::next_generator().key();
+    // Each worker of a job takes its rows of the same global batches, so the order is the
+    // job's: rank 0's draw (the ranks' layer streams may differ, in seed or in draws).
+    if (distribute::WorkerGroup* workers = step_workers()) shuffle_seed = workers->chief_value(*shuffle_seed);
+  }
+  return fit(arrays_dataset(train_x, train_y, options.batch_size, shuffle_seed, name()), std::move(options));
 }
 
 History Model::fit(const data::Dataset& data, FitOptions options) {
@@ -288,7 +298,7 @@ Logs Model::evaluate(const data::Dataset& data, EvaluateOptions options) {
 }
 
 Logs Model::evaluate(const Tree& x, const Tree& y, EvaluateOptions options) {
-  return evaluate(arrays_dataset(x, y, options.batch_size, false, name()), std::move(options));
+  return evaluate(arrays_dataset(x, y, options.batch_size, std::nullopt, name()), std::move(options));
 }
 
 Tree Model::predict(const data::Dataset& data, PredictOptions options) {
@@ -319,7 +329,7 @@ Tree Model::predict(const data::Dataset& data, PredictOptions options) {
 }
 
 Tree Model::predict(const Tree& x, PredictOptions options) {
-  return predict(arrays_dataset(x, Tree(), options.batch_size, false, name()), std::move(options));
+  return predict(arrays_dataset(x, Tree(), options.batch_size, std::nullopt, name()), std::move(options));
 }
 
 }  // namespace chorus::models
