@@ -12,7 +12,7 @@
 namespace chorus::distribution {
 namespace {
 
-std::mutex g_mutex;
+std::mutex g_distribution_mutex;
 std::shared_ptr<Distribution> g_distribution;
 
 std::string dims_string(const std::vector<int64_t>& dims) {
@@ -111,12 +111,12 @@ TensorLayout DataParallel::get_variable_layout(const autograd::Variable& variabl
 }
 
 std::shared_ptr<Distribution> distribution() {
-  std::lock_guard lock(g_mutex);
+  std::lock_guard lock(g_distribution_mutex);
   return g_distribution;
 }
 
 void set_distribution(std::shared_ptr<Distribution> distribution) {
-  std::lock_guard lock(g_mutex);
+  std::lock_guard lock(g_distribution_mutex);
   g_distribution = std::move(distribution);
 }
 

@@ -19,7 +19,7 @@ namespace {
 using backend::cpu::ReduceKind;
 using internal::ReducePlan;
 
-constexpr int64_t kGrain = 32768;
+constexpr int64_t kReductionGrain = 32768;
 
 void check_numeric(const Tensor& x, const char* op) {
   check_not_string(op, x.dtype());
@@ -92,7 +92,7 @@ Tensor extreme_grad(const Tensor& x, const Tensor& y, const Tensor& g, const std
   Tensor mask = Tensor::empty(x.shape(), kFloat32);
   const float *xs = xf.data<float>(), *ys = yf.data<float>();
   float* m = mask.data<float>();
-  backend::cpu::for_each_broadcast_run(x.shape(), plan.kept, kGrain, [&](int64_t fo, int64_t ko, int64_t len, int64_t step) {
+  backend::cpu::for_each_broadcast_run(x.shape(), plan.kept, kReductionGrain, [&](int64_t fo, int64_t ko, int64_t len, int64_t step) {
     for (int64_t i = 0; i < len; ++i) {
       const float a = xs[fo + i], b = ys[ko + i * step];
       m[fo + i] = (a == b || (a != a && b != b)) ? 1.f : 0.f;
@@ -102,7 +102,7 @@ Tensor extreme_grad(const Tensor& x, const Tensor& y, const Tensor& g, const std
   float* q = share.data<float>();
   const float* gs = gf.data<float>();
   for (int64_t k = 0; k < share.numel(); ++k) q[k] = gs[k] / q[k];
-  backend::cpu::for_each_broadcast_run(x.shape(), plan.kept, kGrain, [&](int64_t fo, int64_t ko, int64_t len, int64_t step) {
+  backend::cpu::for_each_broadcast_run(x.shape(), plan.kept, kReductionGrain, [&](int64_t fo, int64_t ko, int64_t len, int64_t step) {
     for (int64_t i = 0; i < len; ++i) m[fo + i] *= q[ko + i * step];
   });
   return internal::from_float32(mask, x.dtype());

@@ -14,14 +14,11 @@
 namespace chorus {
 namespace {
 
+using testing::same_bits;
 using autograd::GradientTape;
 using autograd::IndexedSlices;
 using autograd::Variable;
 using testing::random_tensor;
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
 
 TEST(IndexedSlicesTest, ToDenseAddsRepeatedRowsInPositionOrder) {
   const IndexedSlices slices{.values = from_values<float>({1, 2, 10, 20, 100, 200}, {3, 2}),

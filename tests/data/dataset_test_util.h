@@ -12,10 +12,10 @@
 #include "chorus/core/creation.h"
 #include "chorus/data/dataset.h"
 
-namespace chorus::data::testing {
+namespace chorus::testing {
 
 // The int64 values of a pass whose elements are scalars (range, enumerate indices...).
-inline std::vector<int64_t> scalars(const Dataset& ds, int64_t epoch = 0) {
+inline std::vector<int64_t> scalars(const data::Dataset& ds, int64_t epoch = 0) {
   std::vector<int64_t> out;
   auto it = ds.iterator(epoch);
   while (auto e = it.next()) out.push_back(e->tensor().item<int64_t>());
@@ -38,13 +38,13 @@ inline std::string fingerprint(const Tree& tree) {
   return out;
 }
 
-inline std::vector<std::string> fingerprints(Iterator& it) {
+inline std::vector<std::string> fingerprints(data::Iterator& it) {
   std::vector<std::string> out;
   while (auto e = it.next()) out.push_back(fingerprint(*e));
   return out;
 }
 
-inline std::vector<std::string> fingerprints(const Dataset& ds, int64_t epoch = 0) {
+inline std::vector<std::string> fingerprints(const data::Dataset& ds, int64_t epoch = 0) {
   auto it = ds.iterator(epoch);
   return fingerprints(it);
 }
@@ -61,10 +61,10 @@ void expect_restores_exactly(Make make, const std::vector<int64_t>& stops, int64
   for (int64_t k : stops) {
     if (k > static_cast<int64_t>(full.size())) continue;
     SCOPED_TRACE(fmt::format("restoring after {} of {} elements of pass {}", k, full.size(), epoch));
-    Dataset first = make();
+    data::Dataset first = make();
     auto it = first.iterator(epoch);
     for (int64_t i = 0; i < k; ++i) ASSERT_TRUE(it.next().has_value());
-    const IteratorPosition saved{nlohmann::json::parse(it.position().state.dump())};
+    const data::IteratorPosition saved{nlohmann::json::parse(it.position().state.dump())};
     auto resumed = make().iterator(epoch);
     resumed.restore(saved);
     const auto rest = fingerprints(resumed);
@@ -76,4 +76,4 @@ void expect_restores_exactly(Make make, const std::vector<int64_t>& stops, int64
   }
 }
 
-}  // namespace chorus::data::testing
+}  // namespace chorus::testing

@@ -18,7 +18,7 @@ using testing::tensors_near;
 using ::testing::ThrowsMessage;
 
 // -sum(t * log p) per row of (rows, n); p from logits or rescaled, clipped probabilities.
-Tensor reference(const Tensor& t, const Tensor& p, bool from_logits, double smoothing = 0) {
+Tensor crossentropy_reference(const Tensor& t, const Tensor& p, bool from_logits, double smoothing = 0) {
   const int64_t n = p.dim(-1), rows = p.numel() / n;
   const auto tv = t.to_vector<double>(), pv = p.to_vector<double>();
   std::vector<double> out(static_cast<size_t>(rows));
@@ -50,7 +50,7 @@ Tensor one_hot_labels(const Shape& shape, uint64_t seed) {
 TEST(CategoricalCrossentropyTest, LogitsMatchReference) {
   for (const Shape& shape : {Shape{1, 1}, Shape{7, 3}, Shape{1023, 10}, Shape{2, 3, 5}}) {
     const Tensor t = one_hot_labels(shape, 1), x = random_tensor(shape, 2, -4, 4);
-    EXPECT_TRUE(tensors_near(losses::categorical_crossentropy(t, x, true), reference(t, x, true))) << shape.to_string();
+    EXPECT_TRUE(tensors_near(losses::categorical_crossentropy(t, x, true), crossentropy_reference(t, x, true))) << shape.to_string();
   }
   // Logits of 1000 do not overflow.
   const Tensor x = from_values({1000.f, 0.f, -1000.f}, {1, 3}), t = from_values({0.f, 1.f, 0.f}, {1, 3});
@@ -62,31 +62,31 @@ TEST(CategoricalCrossentropyTest, ProbabilitiesAreRescaledAndClipped) {
   const Tensor p = from_values({0.2f, 0.2f, 0.4f, 0.f, 0.5f, 0.5f}, {2, 3});
   const Tensor t = from_values({0.f, 0.f, 1.f, 1.f, 0.f, 0.f}, {2, 3});
   const Tensor out = losses::categorical_crossentropy(t, p);
-  EXPECT_TRUE(tensors_near(out, reference(t, p, false)));
+  EXPECT_TRUE(tensors_near(out, crossentropy_reference(t, p, false)));
   EXPECT_NEAR(out.to_vector<double>()[0], -std::log(0.5), 1e-6);
   EXPECT_NEAR(out.to_vector<double>()[1], -std::log(1e-7), 1e-3);
   const Tensor q = random_tensor({9, 4}, 3, 0.01, 1), labels = one_hot_labels({9, 4}, 4);
-  EXPECT_TRUE(tensors_near(losses::CategoricalCrossentropy().call(labels, q), reference(labels, q, false)));
+  EXPECT_TRUE(tensors_near(losses::CategoricalCrossentropy().call(labels, q), crossentropy_reference(labels, q, false)));
 }
 
 TEST(CategoricalCrossentropyTest, SoftLabelsAndLabelSmoothing) {
   const Tensor soft = ops::softmax(random_tensor({5, 4}, 5));
   const Tensor x = random_tensor({5, 4}, 6, -3, 3), p = random_tensor({5, 4}, 7, 0.05, 1);
-  EXPECT_TRUE(tensors_near(losses::categorical_crossentropy(soft, x, true), reference(soft, x, true)));
+  EXPECT_TRUE(tensors_near(losses::categorical_crossentropy(soft, x, true), crossentropy_reference(soft, x, true)));
   const Tensor t = one_hot_labels({5, 4}, 8);
-  EXPECT_TRUE(tensors_near(losses::categorical_crossentropy(t, x, true, 0.1), reference(t, x, true, 0.1)));
+  EXPECT_TRUE(tensors_near(losses::categorical_crossentropy(t, x, true, 0.1), crossentropy_reference(t, x, true, 0.1)));
   EXPECT_TRUE(tensors_near(losses::CategoricalCrossentropy({.label_smoothing = 0.25, .name = "cce"}).call(t, p),
-                           reference(t, p, false, 0.25)));
+                           crossentropy_reference(t, p, false, 0.25)));
 }
 
 TEST(CategoricalCrossentropyTest, ClassAxisZero) {
   const Tensor t = one_hot_labels({3, 4}, 9), x = random_tensor({3, 4}, 10, -2, 2);
   // Classes along axis 0: the loss of each column.
   const Tensor out = losses::categorical_crossentropy(ops::transpose(t), ops::transpose(x), true, 0, 0);
-  EXPECT_TRUE(tensors_near(out, reference(t, x, true)));
+  EXPECT_TRUE(tensors_near(out, crossentropy_reference(t, x, true)));
   EXPECT_TRUE(tensors_near(
       losses::CategoricalCrossentropy({.from_logits = true, .axis = 0}).call(ops::transpose(t), ops::transpose(x)),
-      reference(t, x, true)));
+      crossentropy_reference(t, x, true)));
 }
 
 TEST(CategoricalCrossentropyTest, Gradients) {

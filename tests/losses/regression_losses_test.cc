@@ -27,7 +27,7 @@ double huber_element(double t, double p, double delta) {
 
 // The per-sample reference for (rows, d) inputs.
 template <class F>
-Tensor reference(const Tensor& t, const Tensor& p, F f) {
+Tensor regression_loss_reference(const Tensor& t, const Tensor& p, F f) {
   std::vector<int64_t> dims = p.shape().to_vector();
   dims.pop_back();
   return tensor_of(per_row(t.to_vector<double>(), p.to_vector<double>(), p.dim(-1), true, f), Shape(dims));
@@ -36,32 +36,32 @@ Tensor reference(const Tensor& t, const Tensor& p, F f) {
 TEST(MeanSquaredErrorTest, MatchesReferenceAtOddSizes) {
   for (const Shape& shape : {Shape{1, 1}, Shape{7, 3}, Shape{1023, 5}, Shape{2, 3, 4}}) {
     const Tensor t = random_tensor(shape, 1), p = random_tensor(shape, 2);
-    EXPECT_TRUE(tensors_near(losses::mean_squared_error(t, p), reference(t, p, squared))) << shape.to_string();
-    EXPECT_TRUE(tensors_near(losses::MeanSquaredError().call(t, p), reference(t, p, squared)));
+    EXPECT_TRUE(tensors_near(losses::mean_squared_error(t, p), regression_loss_reference(t, p, squared))) << shape.to_string();
+    EXPECT_TRUE(tensors_near(losses::MeanSquaredError().call(t, p), regression_loss_reference(t, p, squared)));
   }
 }
 
 TEST(MeanSquaredErrorTest, ViewsAndDTypes) {
   const Tensor t = random_tensor({10, 4}, 3), p = random_tensor({10, 4}, 4);
   const Tensor ts = t.first_axis_slice(3, 8), ps = p.first_axis_slice(3, 8);
-  EXPECT_TRUE(tensors_near(losses::mean_squared_error(ts, ps), reference(ts, ps, squared)));
+  EXPECT_TRUE(tensors_near(losses::mean_squared_error(ts, ps), regression_loss_reference(ts, ps, squared)));
   // Integer labels and bfloat16 predictions compute in float32.
   const Tensor labels = from_values<int32_t>({1, 0, 2, 1}, {2, 2});
   const Tensor pred = ops::cast(random_tensor({2, 2}, 5), kBFloat16);
   const Tensor out = losses::mean_squared_error(labels, pred);
   EXPECT_EQ(out.dtype(), kFloat32);
-  EXPECT_TRUE(tensors_near(out, reference(labels, pred, squared)));
+  EXPECT_TRUE(tensors_near(out, regression_loss_reference(labels, pred, squared)));
 }
 
 TEST(MeanSquaredErrorTest, AlignsATrailingOneLikeKeras) {
   // (batch,) against (batch, 1): y_true gets the trailing 1, one loss per sample.
   const Tensor t = random_tensor({6}, 6), p = random_tensor({6, 1}, 7);
-  const Tensor expected = reference(t.view({6, 1}), p, squared);
+  const Tensor expected = regression_loss_reference(t.view({6, 1}), p, squared);
   EXPECT_TRUE(tensors_near(losses::mean_squared_error(t, p), expected));
   EXPECT_TRUE(tensors_near(losses::mean_squared_error(p, t), expected));
   // (2, 3, 1) against (2, 3): the 1 is squeezed, the loss averages over the 3.
   const Tensor a = random_tensor({2, 3, 1}, 8), b = random_tensor({2, 3}, 9);
-  EXPECT_TRUE(tensors_near(losses::mean_squared_error(a, b), reference(a.view({2, 3}), b, squared)));
+  EXPECT_TRUE(tensors_near(losses::mean_squared_error(a, b), regression_loss_reference(a.view({2, 3}), b, squared)));
 }
 
 TEST(MeanSquaredErrorTest, Gradients) {
@@ -88,8 +88,8 @@ TEST(MeanSquaredErrorTest, Errors) {
 TEST(MeanAbsoluteErrorTest, MatchesReferenceAndGradients) {
   for (const Shape& shape : {Shape{1, 1}, Shape{7, 3}, Shape{1023, 2}}) {
     const Tensor t = random_tensor(shape, 14), p = random_tensor(shape, 15);
-    EXPECT_TRUE(tensors_near(losses::mean_absolute_error(t, p), reference(t, p, absolute)));
-    EXPECT_TRUE(tensors_near(losses::MeanAbsoluteError().call(t, p), reference(t, p, absolute)));
+    EXPECT_TRUE(tensors_near(losses::mean_absolute_error(t, p), regression_loss_reference(t, p, absolute)));
+    EXPECT_TRUE(tensors_near(losses::MeanAbsoluteError().call(t, p), regression_loss_reference(t, p, absolute)));
   }
   EXPECT_EQ(losses::MeanAbsoluteError().name(), "mean_absolute_error");
   const Tensor t = random_tensor({4, 3}, 16);
@@ -103,7 +103,7 @@ TEST(MeanAbsoluteErrorTest, MatchesReferenceAndGradients) {
 TEST(HuberTest, MatchesReferenceInBothRegimes) {
   for (double delta : {1.0, 0.5, 2.5}) {
     const Tensor t = random_tensor({9, 4}, 18, -3, 3), p = random_tensor({9, 4}, 19, -3, 3);
-    const Tensor expected = reference(t, p, [&](double a, double b) { return huber_element(a, b, delta); });
+    const Tensor expected = regression_loss_reference(t, p, [&](double a, double b) { return huber_element(a, b, delta); });
     EXPECT_TRUE(tensors_near(losses::huber(t, p, delta), expected)) << delta;
     EXPECT_TRUE(tensors_near(losses::Huber({.delta = delta}).call(t, p), expected)) << delta;
   }

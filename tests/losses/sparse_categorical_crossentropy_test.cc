@@ -19,7 +19,7 @@ using testing::tensors_near;
 using ::testing::ThrowsMessage;
 
 // -log p[label] per row; p from logits or rescaled, clipped probabilities.
-Tensor reference(const Tensor& labels, const Tensor& p, bool from_logits) {
+Tensor sparse_crossentropy_reference(const Tensor& labels, const Tensor& p, bool from_logits) {
   const int64_t n = p.dim(-1), rows = p.numel() / n;
   const auto lv = labels.to_vector<double>(), pv = p.to_vector<double>();
   std::vector<double> out(static_cast<size_t>(rows));
@@ -47,7 +47,7 @@ TEST(SparseCategoricalCrossentropyTest, LogitsMatchReferenceAtOddSizes) {
   for (int64_t rows : {1, 7, 1023}) {
     for (int64_t classes : {1, 10, 33}) {
       const Tensor labels = labels_of({rows}, classes, 1), x = random_tensor({rows, classes}, 2, -5, 5);
-      EXPECT_TRUE(tensors_near(losses::sparse_categorical_crossentropy(labels, x, true), reference(labels, x, true)))
+      EXPECT_TRUE(tensors_near(losses::sparse_categorical_crossentropy(labels, x, true), sparse_crossentropy_reference(labels, x, true)))
           << rows << "x" << classes;
     }
   }
@@ -58,7 +58,7 @@ TEST(SparseCategoricalCrossentropyTest, LogitsMatchReferenceAtOddSizes) {
 
 TEST(SparseCategoricalCrossentropyTest, ProbabilitiesAreRescaledAndClipped) {
   const Tensor p = random_tensor({9, 5}, 3, 0.01, 1), labels = labels_of({9}, 5, 4);
-  EXPECT_TRUE(tensors_near(losses::sparse_categorical_crossentropy(labels, p), reference(labels, p, false)));
+  EXPECT_TRUE(tensors_near(losses::sparse_categorical_crossentropy(labels, p), sparse_crossentropy_reference(labels, p, false)));
   const Tensor zero = from_values({0.f, 1.f}, {1, 2});
   EXPECT_NEAR(losses::sparse_categorical_crossentropy(from_values<int32_t>({0}), zero).item<double>(), -std::log(1e-7),
               1e-3);
@@ -67,7 +67,7 @@ TEST(SparseCategoricalCrossentropyTest, ProbabilitiesAreRescaledAndClipped) {
 TEST(SparseCategoricalCrossentropyTest, LabelDTypesAndShapes) {
   const Tensor x = random_tensor({6, 4}, 5, -2, 2);
   const Tensor labels = labels_of({6}, 4, 6);
-  const Tensor expected = reference(labels, x, true);
+  const Tensor expected = sparse_crossentropy_reference(labels, x, true);
   EXPECT_TRUE(tensors_near(losses::sparse_categorical_crossentropy(labels, x, true), expected));
   EXPECT_TRUE(tensors_near(losses::sparse_categorical_crossentropy(ops::cast(labels, kInt32), x, true), expected));
   EXPECT_TRUE(tensors_near(losses::sparse_categorical_crossentropy(ops::cast(labels, kFloat32), x, true), expected));
@@ -78,17 +78,17 @@ TEST(SparseCategoricalCrossentropyTest, LabelDTypesAndShapes) {
   const Tensor seq = random_tensor({2, 3, 5}, 7), seq_labels = labels_of({2, 3}, 5, 8);
   const Tensor out = losses::sparse_categorical_crossentropy(seq_labels, seq, true);
   EXPECT_EQ(out.shape(), (Shape{2, 3}));
-  EXPECT_TRUE(tensors_near(out, reference(seq_labels, seq, true)));
+  EXPECT_TRUE(tensors_near(out, sparse_crossentropy_reference(seq_labels, seq, true)));
   // Views of a batch.
   const Tensor xs = x.first_axis_slice(2, 5), ls = labels.first_axis_slice(2, 5);
-  EXPECT_TRUE(tensors_near(losses::sparse_categorical_crossentropy(ls, xs, true), reference(ls, xs, true)));
+  EXPECT_TRUE(tensors_near(losses::sparse_categorical_crossentropy(ls, xs, true), sparse_crossentropy_reference(ls, xs, true)));
 }
 
 TEST(SparseCategoricalCrossentropyTest, BFloat16LogitsComputeInFloat32) {
   const Tensor x = ops::cast(random_tensor({8, 6}, 9, -3, 3), kBFloat16), labels = labels_of({8}, 6, 10);
   const Tensor out = losses::sparse_categorical_crossentropy(labels, x, true);
   EXPECT_EQ(out.dtype(), kFloat32);
-  EXPECT_TRUE(tensors_near(out, reference(labels, x, true)));
+  EXPECT_TRUE(tensors_near(out, sparse_crossentropy_reference(labels, x, true)));
 }
 
 TEST(SparseCategoricalCrossentropyTest, ClassAndFunctionAgree) {
@@ -97,10 +97,10 @@ TEST(SparseCategoricalCrossentropyTest, ClassAndFunctionAgree) {
   EXPECT_EQ(loss.name(), "sparse_categorical_crossentropy");
   EXPECT_TRUE(loss.from_logits());
   EXPECT_TRUE(tensors_near(loss.call(labels, x), losses::sparse_categorical_crossentropy(labels, x, true)));
-  const double expected = testing::mean_of(reference(labels, x, true).to_vector<double>());
+  const double expected = testing::mean_of(sparse_crossentropy_reference(labels, x, true).to_vector<double>());
   EXPECT_NEAR(loss(labels, x).item<double>(), expected, 1e-6);
   const Tensor w = from_values({1.f, 2.f, 0.f, 1.f, 1.f});
-  const auto per = reference(labels, x, true).to_vector<double>();
+  const auto per = sparse_crossentropy_reference(labels, x, true).to_vector<double>();
   EXPECT_NEAR(loss(labels, x, w).item<double>(), (per[0] + 2 * per[1] + per[3] + per[4]) / 5, 1e-6);
 }
 

@@ -14,7 +14,7 @@ using ::testing::ThrowsMessage;
 
 // sum_r w_r * mean_c f(t - p) / sum_r w_r over (rows, d).
 template <class F>
-double reference(const Tensor& t, const Tensor& p, const std::vector<double>& w, F f) {
+double regression_metric_reference(const Tensor& t, const Tensor& p, const std::vector<double>& w, F f) {
   const auto tv = t.to_vector<double>(), pv = p.to_vector<double>();
   const int64_t d = p.dim(-1), rows = p.numel() / d;
   double total = 0, count = 0;
@@ -36,7 +36,7 @@ TEST(RegressionMetricsTest, MeanSquaredError) {
   const Tensor t = random_tensor({7, 3}, 1), p = random_tensor({7, 3}, 2), w = random_tensor({7}, 3, 0, 1);
   mse.reset_state();
   mse.update_state(t, p, w);
-  EXPECT_NEAR(mse.result(), reference(t, p, w.to_vector<double>(), [](double e) { return e * e; }), 1e-12);
+  EXPECT_NEAR(mse.result(), regression_metric_reference(t, p, w.to_vector<double>(), [](double e) { return e * e; }), 1e-12);
 }
 
 TEST(RegressionMetricsTest, MeanAbsoluteError) {
@@ -46,7 +46,7 @@ TEST(RegressionMetricsTest, MeanAbsoluteError) {
   const Tensor t = random_tensor({9}, 4), p = ops::cast(random_tensor({9, 1}, 5), kBFloat16);
   mae.update_state(t, p);
   EXPECT_NEAR(mae.result(),
-              reference(t.view({9, 1}), p, std::vector<double>(9, 1.0), [](double e) { return std::abs(e); }), 1e-12);
+              regression_metric_reference(t.view({9, 1}), p, std::vector<double>(9, 1.0), [](double e) { return std::abs(e); }), 1e-12);
   EXPECT_THAT([&] { mae.update_state(ones({4, 2}), ones({4, 3})); },
               ThrowsMessage<ShapeError>(
                   HasSubstr("mean_absolute_error: y_true shape (4, 2) and y_pred shape (4, 3) do not match")));

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "chorus/chorus.h"
+#include "tests/testing/test_util.h"
 
 namespace chorus::testing {
 
@@ -31,10 +32,6 @@ inline Blobs separable_blobs(int64_t n, uint64_t seed) {
     y.data<int32_t>()[i] = best;
   }
   return {x, y};
-}
-
-inline bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
 }  // namespace chorus::testing

@@ -16,6 +16,7 @@
 namespace chorus {
 namespace {
 
+using testing::same_bits;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 using testing::expect_gradients_match;
@@ -34,10 +35,6 @@ auto with_threads(int threads, Fn&& fn) {
   auto result = fn();
   backend::cpu::set_intra_op_threads(saved);
   return result;
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
 Tensor run(Ref kind, const Tensor& x, const ops::Axes& axes, bool keepdims) {

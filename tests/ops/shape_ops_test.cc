@@ -16,10 +16,10 @@ using ::testing::ThrowsMessage;
 using testing::expect_gradients_match;
 using testing::random_tensor;
 
-constexpr DType kAllDTypes[] = {kFloat32, kBFloat16, kInt32, kInt64, kBool};
+constexpr DType kShapeOpDTypes[] = {kFloat32, kBFloat16, kInt32, kInt64, kBool};
 
 // Random, never-all-zero values of any dtype.
-Tensor random_of(const Shape& shape, uint64_t seed, DType dtype = kFloat32) {
+Tensor random_nonzero_of(const Shape& shape, uint64_t seed, DType dtype = kFloat32) {
   const Tensor f = random_tensor(shape, seed, -100, 100);
   Tensor out = Tensor::empty(shape, dtype);
   const float* src = f.data<float>();
@@ -120,8 +120,8 @@ std::vector<int> shuffled_axes(int rank, uint64_t seed) {
 // --- reshape, expand_dims, squeeze -------------------------------------------------------
 
 TEST(ShapeOpsTest, ReshapeIsAViewAndInfersOneDimension) {
-  for (DType dtype : kAllDTypes) {
-    const Tensor x = random_of({2, 3, 4}, 1, dtype);
+  for (DType dtype : kShapeOpDTypes) {
+    const Tensor x = random_nonzero_of({2, 3, 4}, 1, dtype);
     const Tensor y = ops::reshape(x, {4, -1});
     EXPECT_EQ(y.shape(), Shape({4, 6}));
     EXPECT_TRUE(y.shares_storage(x));
@@ -152,7 +152,7 @@ TEST(ShapeOpsTest, ReshapeErrors) {
 }
 
 TEST(ShapeOpsTest, ExpandDimsAndSqueezeAreViews) {
-  const Tensor x = random_of({2, 3}, 2, kInt64);
+  const Tensor x = random_nonzero_of({2, 3}, 2, kInt64);
   EXPECT_EQ(ops::expand_dims(x, 0).shape(), Shape({1, 2, 3}));
   EXPECT_EQ(ops::expand_dims(x, 2).shape(), Shape({2, 3, 1}));
   EXPECT_EQ(ops::expand_dims(x, -1).shape(), Shape({2, 3, 1}));
@@ -190,8 +190,8 @@ TEST(ShapeOpsTest, TransposeMatchesReferenceForEveryRankAndDType) {
   const int64_t sizes[] = {3, 1, 5, 2, 4, 1, 3, 2};  // ranks up to 8, with size-1 axes
   for (int rank = 0; rank <= kMaxRank; ++rank) {
     const Shape shape(std::span<const int64_t>(sizes, static_cast<size_t>(rank)));
-    for (DType dtype : kAllDTypes) {
-      const Tensor x = random_of(shape, 10 + rank, dtype);
+    for (DType dtype : kShapeOpDTypes) {
+      const Tensor x = random_nonzero_of(shape, 10 + rank, dtype);
       for (uint64_t seed : {1, 2, 3}) {
         const std::vector<int> perm = shuffled_axes(rank, seed * 31 + rank);
         EXPECT_TRUE(same_elements(ops::transpose(x, perm), reference_transpose(x, perm)))
@@ -209,19 +209,19 @@ TEST(ShapeOpsTest, TransposeTiledPathsAtOddSizes) {
     std::vector<int> perm(static_cast<size_t>(shape.rank()));
     std::iota(perm.begin(), perm.end(), 0);
     std::swap(perm[perm.size() - 2], perm.back());
-    for (DType dtype : kAllDTypes) {
-      const Tensor x = random_of(shape, 5, dtype);
+    for (DType dtype : kShapeOpDTypes) {
+      const Tensor x = random_nonzero_of(shape, 5, dtype);
       EXPECT_TRUE(same_elements(ops::transpose(x, perm), reference_transpose(x, perm)))
           << shape.to_string() << " " << dtype_name(dtype);
     }
   }
   // An inner-axes permutation that keeps rows contiguous (attention's (B, T, H, D) -> (B, H, T, D)).
-  const Tensor qkv = random_of({2, 7, 3, 5}, 6);
+  const Tensor qkv = random_nonzero_of({2, 7, 3, 5}, 6);
   EXPECT_TRUE(same_elements(ops::transpose(qkv, {0, 2, 1, 3}), reference_transpose(qkv, {0, 2, 1, 3})));
 }
 
 TEST(ShapeOpsTest, TransposeDefaultsNegativeAxesViewsAndRoundTrip) {
-  const Tensor big = random_of({9, 4, 6}, 7);
+  const Tensor big = random_nonzero_of({9, 4, 6}, 7);
   const Tensor x = big.first_axis_slice(2, 7);  // a view with an offset
   EXPECT_TRUE(same_elements(ops::transpose(x), reference_transpose(x, {2, 1, 0})));
   EXPECT_TRUE(same_elements(ops::transpose(x, {-1, 0, -2}), reference_transpose(x, {2, 0, 1})));
@@ -248,27 +248,27 @@ TEST(ShapeOpsTest, TransposeErrors) {
 // --- concatenate, stack, split --------------------------------------------------------------
 
 TEST(ShapeOpsTest, ConcatenateMatchesReference) {
-  for (DType dtype : kAllDTypes) {
+  for (DType dtype : kShapeOpDTypes) {
     for (int axis = 0; axis < 3; ++axis) {
       std::vector<Tensor> xs;
       for (int64_t k : {1, 7, 3}) {
         Shape shape{5, 4, 3};
         shape[axis] = k;
-        xs.push_back(random_of(shape, 20 + k, dtype));
+        xs.push_back(random_nonzero_of(shape, 20 + k, dtype));
       }
       EXPECT_TRUE(same_elements(ops::concatenate(xs, axis), reference_concatenate(xs, axis)));
       EXPECT_TRUE(same_elements(ops::concatenate(xs, axis - 3), reference_concatenate(xs, axis)));
     }
   }
   // Views as inputs, a single input (still a fresh copy), an empty part, a big one (threaded).
-  const Tensor big = random_of({1023, 130}, 8);
+  const Tensor big = random_nonzero_of({1023, 130}, 8);
   const std::vector<Tensor> views{big.first_axis_slice(0, 1), big.first_axis_slice(1, 1),
                                   big.first_axis_slice(5, 1023)};
   EXPECT_TRUE(same_elements(ops::concatenate(views, 0), reference_concatenate(views, 0)));
   const Tensor single = ops::concatenate({big}, 1);
   EXPECT_FALSE(single.shares_storage(big));
   EXPECT_TRUE(same_elements(single, big));
-  const std::vector<Tensor> wide{big, random_of({1023, 7}, 9)};
+  const std::vector<Tensor> wide{big, random_nonzero_of({1023, 7}, 9)};
   EXPECT_TRUE(same_elements(ops::concatenate(wide, 1), reference_concatenate(wide, 1)));
 }
 
@@ -292,9 +292,9 @@ TEST(ShapeOpsTest, ConcatenateErrors) {
 }
 
 TEST(ShapeOpsTest, StackMatchesReferenceAndUnstacks) {
-  for (DType dtype : kAllDTypes) {
-    const std::vector<Tensor> xs{random_of({3, 7}, 30, dtype), random_of({3, 7}, 31, dtype),
-                                 random_of({3, 7}, 32, dtype)};
+  for (DType dtype : kShapeOpDTypes) {
+    const std::vector<Tensor> xs{random_nonzero_of({3, 7}, 30, dtype), random_nonzero_of({3, 7}, 31, dtype),
+                                 random_nonzero_of({3, 7}, 32, dtype)};
     for (int axis = -3; axis <= 2; ++axis) {
       const int a = axis < 0 ? axis + 3 : axis;
       const Tensor y = ops::stack(xs, axis);
@@ -324,8 +324,8 @@ TEST(ShapeOpsTest, StackErrors) {
 }
 
 TEST(ShapeOpsTest, SplitMatchesSlicesAndConcatenatesBack) {
-  for (DType dtype : kAllDTypes) {
-    const Tensor x = random_of({4, 1023}, 40, dtype);
+  for (DType dtype : kShapeOpDTypes) {
+    const Tensor x = random_nonzero_of({4, 1023}, 40, dtype);
     const std::vector<Tensor> thirds = ops::split(x, 3, 1);
     ASSERT_EQ(thirds.size(), 3u);
     for (int64_t k = 0; k < 3; ++k) {
@@ -341,7 +341,7 @@ TEST(ShapeOpsTest, SplitMatchesSlicesAndConcatenatesBack) {
     }
     EXPECT_TRUE(same_elements(ops::concatenate(cut, 1), x));
   }
-  const Tensor rows = random_of({7, 2}, 41).first_axis_slice(1, 7);  // a view
+  const Tensor rows = random_nonzero_of({7, 2}, 41).first_axis_slice(1, 7);  // a view
   const auto halves = ops::split(rows, 2);
   EXPECT_TRUE(same_elements(halves[1], reference_slice(rows, {3, 0}, {3, 2})));
   EXPECT_EQ(ops::split(rows, std::vector<int64_t>{}).size(), 1u);
@@ -363,14 +363,14 @@ TEST(ShapeOpsTest, SplitErrors) {
 // --- slice, slice_update ----------------------------------------------------------------
 
 TEST(ShapeOpsTest, SliceMatchesReference) {
-  for (DType dtype : kAllDTypes) {
-    const Tensor x = random_of({5, 7, 9}, 50, dtype);
+  for (DType dtype : kShapeOpDTypes) {
+    const Tensor x = random_nonzero_of({5, 7, 9}, 50, dtype);
     EXPECT_TRUE(same_elements(ops::slice(x, {1, 2, 3}, {3, 4, 5}), reference_slice(x, {1, 2, 3}, {3, 4, 5})));
     EXPECT_TRUE(same_elements(ops::slice(x, {0, 6, 0}, {5, 1, 9}), reference_slice(x, {0, 6, 0}, {5, 1, 9})));
     EXPECT_TRUE(same_elements(ops::slice(x, {4, 0, 8}, {-1, -1, -1}), reference_slice(x, {4, 0, 8}, {1, 7, 1})));
     EXPECT_EQ(ops::slice(x, {2, 0, 0}, {0, 7, 9}).shape(), Shape({0, 7, 9}));
   }
-  const Tensor big = random_of({1023, 300}, 51);
+  const Tensor big = random_nonzero_of({1023, 300}, 51);
   EXPECT_TRUE(same_elements(ops::slice(big, {3, 1}, {1000, 298}), reference_slice(big, {3, 1}, {1000, 298})));
   const Tensor view = big.first_axis_slice(10, 20);
   EXPECT_TRUE(same_elements(ops::slice(view, {2, 5}, {3, 7}), reference_slice(big, {12, 5}, {3, 7})));
@@ -378,8 +378,8 @@ TEST(ShapeOpsTest, SliceMatchesReference) {
 }
 
 TEST(ShapeOpsTest, SliceUpdateMatchesReference) {
-  for (DType dtype : kAllDTypes) {
-    const Tensor x = random_of({5, 7}, 60, dtype), updates = random_of({2, 3}, 61, dtype);
+  for (DType dtype : kShapeOpDTypes) {
+    const Tensor x = random_nonzero_of({5, 7}, 60, dtype), updates = random_nonzero_of({2, 3}, 61, dtype);
     const Tensor y = ops::slice_update(x, {3, 4}, updates);
     const Tensor expected = gather_reference(x.shape(), dtype, [&](std::vector<int64_t> i) {
       const bool inside = i[0] >= 3 && i[0] < 5 && i[1] >= 4 && i[1] < 7;
@@ -467,7 +467,7 @@ TEST(ShapeOpsGradientTest, BFloat16GradientsKeepTheirDType) {
 
 TEST(ShapeOpsGradientTest, IntegerInputsAreNotRecorded) {
   autograd::GradientTape tape;
-  const Tensor y = ops::concatenate({random_of({2}, 1, kInt32), random_of({3}, 2, kInt32)});
+  const Tensor y = ops::concatenate({random_nonzero_of({2}, 1, kInt32), random_nonzero_of({3}, 2, kInt32)});
   EXPECT_EQ(tape.num_records(), 0u);
   EXPECT_EQ(y.shape(), Shape({5}));
 }

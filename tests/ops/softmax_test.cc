@@ -20,7 +20,7 @@ using testing::Ref;
 using testing::reference_reduce;
 using testing::tensors_near;
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kFloatInf = std::numeric_limits<float>::infinity();
 
 // softmax (or log_softmax) along `axis` in double precision.
 Tensor reference_softmax(const Tensor& x, int axis, bool log) {
@@ -67,15 +67,15 @@ TEST(SoftmaxTest, LargeInputsDoNotOverflow) {
 }
 
 TEST(SoftmaxTest, InfinitiesFollowTheLimits) {
-  const Tensor x = from_values({-kInf, -kInf, -kInf, 1.f, -kInf, 2.f, kInf, 0.f, 1.f}, {3, 3});
+  const Tensor x = from_values({-kFloatInf, -kFloatInf, -kFloatInf, 1.f, -kFloatInf, 2.f, kFloatInf, 0.f, 1.f}, {3, 3});
   const auto lse = ops::logsumexp(x, 1).to_vector<float>();
-  EXPECT_EQ(lse[0], -kInf);  // an all -inf row: log(0), not NaN
+  EXPECT_EQ(lse[0], -kFloatInf);  // an all -inf row: log(0), not NaN
   EXPECT_NEAR(lse[1], 2 + std::log1p(std::exp(-1.0)), 1e-6);
-  EXPECT_EQ(lse[2], kInf);
+  EXPECT_EQ(lse[2], kFloatInf);
   const auto p = ops::softmax(x, 1).to_vector<float>();
   EXPECT_EQ(p[4], 0.f);
   EXPECT_NEAR(p[5], 1 / (1 + std::exp(-1.0)), 1e-6);
-  EXPECT_EQ(ops::logsumexp(zeros({2, 0}), 1).to_vector<float>(), (std::vector<float>{-kInf, -kInf}));
+  EXPECT_EQ(ops::logsumexp(zeros({2, 0}), 1).to_vector<float>(), (std::vector<float>{-kFloatInf, -kFloatInf}));
 }
 
 TEST(LogSumExpTest, EveryAxisCombinationMatchesTheReference) {
@@ -119,7 +119,7 @@ TEST(SoftmaxTest, ThreadCountDoesNotChangeTheBits) {
 TEST(SoftmaxTest, VectorExpIsAccurateOnEveryInstructionSet) {
   std::vector<float> x;
   for (float v = -87.f; v <= 0.f; v += 0.0137f) x.push_back(v);
-  x.insert(x.end(), {-kInf, -100.f, -88.f, std::numeric_limits<float>::quiet_NaN(), 0.5f, 10.f, 88.f});
+  x.insert(x.end(), {-kFloatInf, -100.f, -88.f, std::numeric_limits<float>::quiet_NaN(), 0.5f, 10.f, 88.f});
   const int best = static_cast<int>(backend::cpu::active_isa());
   for (int isa = 0; isa <= best; ++isa) {
     std::vector<float> y(x.size());

@@ -16,7 +16,7 @@
 #include "chorus/optimizers/optimizer.h"
 #include "tests/testing/test_util.h"
 
-namespace chorus::optimizers::testing {
+namespace chorus::testing {
 
 using autograd::Variable;
 using Values = std::vector<double>;
@@ -44,7 +44,7 @@ using ReferenceStep = std::function<void(Values& var, const Values& grad, int64_
 
 // Runs `steps` steps of `optimizer` on one variable of `n` elements (shape `shape` if
 // given) against `reference`, checking the variable after every step.
-inline void expect_matches_reference(Optimizer& optimizer, const ReferenceStep& reference, int64_t n,
+inline void expect_matches_reference(optimizers::Optimizer& optimizer, const ReferenceStep& reference, int64_t n,
                                      int steps = 3, double rtol = 2e-5, double atol = 1e-6, uint64_t seed = 1) {
   Values expected = random_values(n, seed);
   const Variable var = variable_of("dense/kernel", expected, {n});
@@ -65,4 +65,4 @@ inline const std::vector<int64_t>& test_sizes() {
   return sizes;
 }
 
-}  // namespace chorus::optimizers::testing
+}  // namespace chorus::testing

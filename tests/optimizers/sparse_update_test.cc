@@ -9,17 +9,15 @@
 #include "chorus/optimizers/adagrad.h"
 #include "chorus/optimizers/sgd.h"
 #include "tests/optimizers/optimizer_test_util.h"
+#include "tests/testing/test_util.h"
 
 namespace chorus::optimizers {
 namespace {
 
+using testing::same_bits;
 using autograd::IndexedSlices;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
 
 // `n` gradient rows for a (rows, width) table: indices with repeats (every third
 // repeats an earlier one), values with a -0.0 and a +0.0 row among them.

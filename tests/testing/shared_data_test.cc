@@ -4,6 +4,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <unistd.h>
 
@@ -18,10 +21,14 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // Points CHORUS_SHARED_DATA and CHORUS_DATA_HOME at empty folders of a fresh temporary
-// directory for the test's duration.
+// directory for the test's duration, then gives back what the caller had set: the tests
+// that run later in the same binary still find the real data.
 class SharedDataTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    for (const char* name : {"CHORUS_SHARED_DATA", "CHORUS_DATA_HOME"}) {
+      if (const char* value = std::getenv(name)) saved_env_.emplace_back(name, value);
+    }
     root_ = std::filesystem::temp_directory_path() / ("chorus_shared_data_test_" + std::to_string(::getpid()));
     std::filesystem::create_directories(root_ / "shared");
     std::filesystem::create_directories(root_ / "home");
@@ -31,9 +38,11 @@ class SharedDataTest : public ::testing::Test {
   void TearDown() override {
     ::unsetenv("CHORUS_SHARED_DATA");
     ::unsetenv("CHORUS_DATA_HOME");
+    for (const auto& [name, value] : saved_env_) ::setenv(name.c_str(), value.c_str(), 1);
     std::filesystem::remove_all(root_);
   }
   std::filesystem::path root_;
+  std::vector<std::pair<std::string, std::string>> saved_env_;
 };
 
 TEST_F(SharedDataTest, AFolderUnderTheRootIsFound) {

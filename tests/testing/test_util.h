@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,6 +19,12 @@
 namespace chorus::testing {
 
 // Uniform floats in [lo, hi): never all zeros, reproducible by seed.
+// Same shape, dtype and bytes: what "bitwise identical" means for results that must not
+// depend on thread or replica counts.
+inline bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
 inline Tensor random_tensor(const Shape& shape, uint64_t seed, double lo = -1, double hi = 1, DType dtype = kFloat32) {
   Generator gen(seed);
   return uniform(shape, gen, lo, hi, dtype);

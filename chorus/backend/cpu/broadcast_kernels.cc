@@ -8,7 +8,7 @@
 namespace chorus::backend::cpu {
 namespace {
 
-constexpr int64_t kGrain = 32768;  // elements per task
+constexpr int64_t kBroadcastGrain = 32768;  // elements per task
 
 template <class T>
 void fill(void* dst, const void* value, int64_t n) {
@@ -59,14 +59,14 @@ void broadcast_copy(const void* src, const Shape& kept, void* dst, const Shape& 
     const auto* s = static_cast<const uint32_t*>(src);
     auto* d = static_cast<uint32_t*>(dst);
     const int64_t run = walk.run();
-    parallel_for(walk.rows(), std::max<int64_t>(1, kGrain / run),
+    parallel_for(walk.rows(), std::max<int64_t>(1, kBroadcastGrain / run),
                  [&](int64_t b, int64_t e) { fn(s + b, d + b * run, e - b, run); });
     return;
   }
   const char* s = static_cast<const char*>(src);
   char* d = static_cast<char*>(dst);
   const int64_t es = static_cast<int64_t>(elem_size);
-  for_each_broadcast_run(full, kept, kGrain, [&](int64_t fo, int64_t ko, int64_t len, int64_t step) {
+  for_each_broadcast_run(full, kept, kBroadcastGrain, [&](int64_t fo, int64_t ko, int64_t len, int64_t step) {
     if (step == 1) {
       std::memcpy(d + fo * es, s + ko * es, static_cast<size_t>(len * es));
       return;
@@ -81,7 +81,7 @@ void broadcast_copy(const void* src, const Shape& kept, void* dst, const Shape& 
 }
 
 void broadcast_scale(const float* src, const Shape& kept, float* dst, const Shape& full, float scale) {
-  for_each_broadcast_run(full, kept, kGrain, [&](int64_t fo, int64_t ko, int64_t len, int64_t step) {
+  for_each_broadcast_run(full, kept, kBroadcastGrain, [&](int64_t fo, int64_t ko, int64_t len, int64_t step) {
     float* d = dst + fo;
     const float* s = src + ko;
     if (step == 1) {

@@ -15,7 +15,7 @@
 namespace chorus::backend::cpu {
 namespace {
 
-constexpr int64_t kGrain = 32768;  // elements (or bytes, for copies) of work per task
+constexpr int64_t kGatherGrain = 32768;  // elements (or bytes, for copies) of work per task
 
 // Gathers rows of one fixed-size element type T (row_bytes == sizeof(T)).
 template <class T, class I>
@@ -77,7 +77,7 @@ void gather_rows(const void* x, int64_t outer, int64_t axis_size, int64_t row_by
     const int64_t n = row_bytes / 4;
     const auto* src = static_cast<const uint32_t*>(x);
     auto* dst = static_cast<uint32_t*>(out);
-    parallel_for(total, std::max<int64_t>(1, kGrain / row_bytes), [&](int64_t b, int64_t e) {
+    parallel_for(total, std::max<int64_t>(1, kGatherGrain / row_bytes), [&](int64_t b, int64_t e) {
       for (int64_t u = b; u < e;) {
         const int64_t p = u / count, m = u % count, len = std::min(e - u, count - m);
         fn(src + p * axis_size * n, idx + m, len, n, dst + u * n);
@@ -86,7 +86,7 @@ void gather_rows(const void* x, int64_t outer, int64_t axis_size, int64_t row_by
     });
     return;
   }
-  parallel_for(total, std::max<int64_t>(1, kGrain / row_bytes), [&](int64_t b, int64_t e) {
+  parallel_for(total, std::max<int64_t>(1, kGatherGrain / row_bytes), [&](int64_t b, int64_t e) {
     switch (row_bytes) {
       case 1: return gather_elements<uint8_t>(x, axis_size, idx, count, out, b, e);
       case 2: return gather_elements<uint16_t>(x, axis_size, idx, count, out, b, e);
@@ -111,7 +111,7 @@ void scatter_add_rows(const float* g, int64_t outer, int64_t count, int64_t row_
   const int64_t rows = outer * axis_size;
   const int64_t work = outer * count * row_len;
   const auto fn = scatter_fn(gather_kernel_table(active_isa()), idx);
-  parallel_for(rows, work < 2 * kGrain ? rows : 1, [&](int64_t b, int64_t e) {
+  parallel_for(rows, work < 2 * kGatherGrain ? rows : 1, [&](int64_t b, int64_t e) {
     for (int64_t p = b / axis_size; p < outer && p * axis_size < e; ++p) {
       const int64_t lo = std::max(b, p * axis_size) - p * axis_size;
       const int64_t hi = std::min(e, (p + 1) * axis_size) - p * axis_size;
@@ -124,7 +124,7 @@ template <class I>
 void one_hot(const I* idx, int64_t count, int64_t classes, size_t elem_size, const void* one, void* out) {
   const int64_t es = static_cast<int64_t>(elem_size);
   char* o = static_cast<char*>(out);
-  parallel_for(count, std::max<int64_t>(1, kGrain / classes), [&](int64_t b, int64_t e) {
+  parallel_for(count, std::max<int64_t>(1, kGatherGrain / classes), [&](int64_t b, int64_t e) {
     std::memset(o + b * classes * es, 0, static_cast<size_t>((e - b) * classes * es));
     for (int64_t i = b; i < e; ++i) {
       const int64_t c = idx[i];
@@ -135,7 +135,7 @@ void one_hot(const I* idx, int64_t count, int64_t classes, size_t elem_size, con
 
 template <class T>
 void top_k_rows(const T* x, int64_t rows, int64_t n, int64_t k, bool sorted, T* values, int64_t* indices) {
-  parallel_for(rows, std::max<int64_t>(1, kGrain / n), [&](int64_t b, int64_t e) {
+  parallel_for(rows, std::max<int64_t>(1, kGatherGrain / n), [&](int64_t b, int64_t e) {
     std::vector<int64_t> order(static_cast<size_t>(n));
     for (int64_t r = b; r < e; ++r) {
       const T* row = x + r * n;
@@ -164,7 +164,7 @@ void top_k_rows(const T* x, int64_t rows, int64_t n, int64_t k, bool sorted, T* 
 }
 
 void scatter_rows(const float* g, const int64_t* idx, int64_t rows, int64_t k, int64_t n, float* dx) {
-  parallel_for(rows, std::max<int64_t>(1, kGrain / (k + n)), [&](int64_t b, int64_t e) {
+  parallel_for(rows, std::max<int64_t>(1, kGatherGrain / (k + n)), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       for (int64_t j = 0; j < k; ++j) dx[r * n + idx[r * k + j]] += g[r * k + j];
     }

@@ -14,7 +14,7 @@
 namespace chorus::backend::cpu {
 namespace {
 
-constexpr int64_t kGrain = 16384;  // elements of work per task: parallel from ~32K up
+constexpr int64_t kReduceGrain = 16384;  // elements of work per task: parallel from ~32K up
 constexpr int64_t kColumns = kWideColumns;  // columns per task of a strided reduction
 constexpr int64_t kIntColumns = 256;
 
@@ -55,12 +55,12 @@ void reduce_rows(const ReduceKernelTable& table, ReduceKind kind, const T* x, fl
                  int64_t reduced) {
   const auto rows_fn = contiguous_fn(table, x);
   const int64_t want = 4 * intra_op_threads();
-  if (intra_op_threads() <= 1 || outer * reduced < 2 * kGrain || outer >= want || reduced < 2 * kGrain) {
-    parallel_for(outer, std::max<int64_t>(1, kGrain / reduced),
+  if (intra_op_threads() <= 1 || outer * reduced < 2 * kReduceGrain || outer >= want || reduced < 2 * kReduceGrain) {
+    parallel_for(outer, std::max<int64_t>(1, kReduceGrain / reduced),
                  [&](int64_t b, int64_t e) { rows_fn(kind, x + b * reduced, e - b, reduced, out + b); });
     return;
   }
-  const int64_t chunk = chunk_length(reduced, kSumLeaf, ceil_div(want, outer), kGrain);
+  const int64_t chunk = chunk_length(reduced, kSumLeaf, ceil_div(want, outer), kReduceGrain);
   const int64_t chunks = ceil_div(reduced, chunk);
   std::vector<float> parts(static_cast<size_t>(outer * chunks));
   parallel_for(outer * chunks, 1, [&](int64_t b, int64_t e) {
@@ -84,13 +84,13 @@ void reduce_columns(const ReduceKernelTable& table, ReduceKind kind, const T* x,
     const int64_t o = u / blocks, c = (u % blocks) * kColumns;
     cols_fn(kind, x + (o * reduced + row0) * inner + c, rows, inner, std::min(kColumns, inner - c), dst + c);
   };
-  if (intra_op_threads() <= 1 || outer * reduced * inner < 2 * kGrain || units >= want || reduced < 4 * kRowLeaf) {
-    parallel_for(units, std::max<int64_t>(1, kGrain / (reduced * kColumns)), [&](int64_t b, int64_t e) {
+  if (intra_op_threads() <= 1 || outer * reduced * inner < 2 * kReduceGrain || units >= want || reduced < 4 * kRowLeaf) {
+    parallel_for(units, std::max<int64_t>(1, kReduceGrain / (reduced * kColumns)), [&](int64_t b, int64_t e) {
       for (int64_t u = b; u < e; ++u) run(u, 0, reduced, out + (u / blocks) * inner);
     });
     return;
   }
-  const int64_t chunk = chunk_length(reduced, kRowLeaf, ceil_div(want, units), std::max<int64_t>(kRowLeaf, kGrain / inner));
+  const int64_t chunk = chunk_length(reduced, kRowLeaf, ceil_div(want, units), std::max<int64_t>(kRowLeaf, kReduceGrain / inner));
   const int64_t chunks = ceil_div(reduced, chunk);
   std::vector<float> parts(static_cast<size_t>(outer * chunks * inner));
   parallel_for(units * chunks, 1, [&](int64_t b, int64_t e) {
@@ -99,7 +99,7 @@ void reduce_columns(const ReduceKernelTable& table, ReduceKind kind, const T* x,
       run(u, k * chunk, std::min(chunk, reduced - k * chunk), &parts[static_cast<size_t>((o * chunks + k) * inner)]);
     }
   });
-  parallel_for(outer * inner, kGrain, [&](int64_t b, int64_t e) {
+  parallel_for(outer * inner, kReduceGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const int64_t o = i / inner, j = i % inner;
       out[i] = combine_partials(kind, &parts[static_cast<size_t>(o * chunks * inner + j)], chunks, inner);
@@ -124,7 +124,7 @@ template <class Fn>
 void for_each_column_block(int64_t outer, int64_t reduced, int64_t inner, Fn&& fn) {
   const int64_t blocks = ceil_div(inner, kIntColumns);
   const int64_t work = reduced * std::min(inner, kIntColumns);
-  parallel_for(outer * blocks, std::max<int64_t>(1, kGrain / work), [&](int64_t b, int64_t e) {
+  parallel_for(outer * blocks, std::max<int64_t>(1, kReduceGrain / work), [&](int64_t b, int64_t e) {
     for (int64_t u = b; u < e; ++u) {
       const int64_t c0 = (u % blocks) * kIntColumns;
       fn(u / blocks, c0, std::min(inner, c0 + kIntColumns));

@@ -12,12 +12,12 @@
 namespace chorus::backend::cpu {
 namespace {
 
-constexpr int64_t kGrain = 16384;  // elements per task
+constexpr int64_t kSoftmaxGrain = 16384;  // elements per task
 
 // Calls fn(first_row, rows) over [0, rows) in parallel.
 template <class Fn>
 void over_rows(int64_t rows, int64_t n, Fn&& fn) {
-  parallel_for(rows, std::max<int64_t>(1, kGrain / n), [&](int64_t b, int64_t e) { fn(b, e - b); });
+  parallel_for(rows, std::max<int64_t>(1, kSoftmaxGrain / n), [&](int64_t b, int64_t e) { fn(b, e - b); });
 }
 
 // (outer, n, inner) <-> (outer, inner, n).
@@ -93,7 +93,7 @@ void log_softmax_grad(const float* y, const float* g, float* dx, int64_t outer, 
 void logsumexp_grad(const float* x, const Shape& full, const float* lse, const float* g, const Shape& kept,
                     float* dx, Isa isa) {
   const ReduceKernelTable& table = reduce_kernel_table(isa);
-  for_each_broadcast_run(full, kept, kGrain, [&](int64_t fo, int64_t ko, int64_t len, int64_t step) {
+  for_each_broadcast_run(full, kept, kSoftmaxGrain, [&](int64_t fo, int64_t ko, int64_t len, int64_t step) {
     if (step == 0) {
       table.exp_shift_scale(x + fo, dx + fo, len, lse[ko], g[ko]);
     } else {
