@@ -34,9 +34,7 @@ class PositionEmbedding : public Layer {
 
   nlohmann::json get_config() const override;
   static std::shared_ptr<PositionEmbedding> from_config(const nlohmann::json& config);
-  std::shared_ptr<Layer> move_to_heap() && override {
-    return std::make_shared<PositionEmbedding>(std::move(*this));
-  }
+  std::shared_ptr<Layer> move_to_heap() && override { return std::make_shared<PositionEmbedding>(std::move(*this)); }
 
  protected:
   // Throws ValueError for inputs of rank < 2, naming the layer and the shape.

@@ -48,12 +48,13 @@ nlohmann::json ReversibleEmbedding::get_config() const {
 std::shared_ptr<ReversibleEmbedding> ReversibleEmbedding::from_config(const nlohmann::json& config) {
   const char* kClass = "ReversibleEmbedding";
   if (auto it = config.find("reverse_dtype"); it != config.end() && !it->is_null()) {
-    throw_error<ValueError>("ReversibleEmbedding.from_config: reverse_dtype is not supported (logits take the "
-                            "table's dtype). Received: reverse_dtype={}",
-                            it->dump());
+    throw_error<ValueError>(
+        "ReversibleEmbedding.from_config: reverse_dtype is not supported (logits take the "
+        "table's dtype). Received: reverse_dtype={}",
+        it->dump());
   }
   if (detail::config_value<bool>(config, kClass, "mask_zero", false)) {
-    throw_error<ValueError>("ReversibleEmbedding.from_config: mask_zero=true is not supported (chorus has no masks)");
+    throw_error<ValueError>("ReversibleEmbedding.from_config: mask_zero=true is not supported (no masks)");
   }
   const EmbeddingOptions base = options_from_config(config);
   ReversibleEmbeddingOptions options{.tie_weights = detail::config_value<bool>(config, kClass, "tie_weights", true),

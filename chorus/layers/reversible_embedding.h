@@ -60,9 +60,7 @@ class ReversibleEmbedding : public Embedding {
   // Reads Keras's config; throws ValueError for a "reverse_dtype" or "mask_zero" chorus
   // does not implement (anything but null / false).
   static std::shared_ptr<ReversibleEmbedding> from_config(const nlohmann::json& config);
-  std::shared_ptr<Layer> move_to_heap() && override {
-    return std::make_shared<ReversibleEmbedding>(std::move(*this));
-  }
+  std::shared_ptr<Layer> move_to_heap() && override { return std::make_shared<ReversibleEmbedding>(std::move(*this)); }
 
  protected:
   void build(const Tree& inputs) override;

@@ -71,11 +71,11 @@ nlohmann::json TokenAndPositionEmbedding::get_config() const {
 std::shared_ptr<TokenAndPositionEmbedding> TokenAndPositionEmbedding::from_config(const nlohmann::json& config) {
   const char* kClass = "TokenAndPositionEmbedding";
   if (detail::config_value<bool>(config, kClass, "mask_zero", false)) {
-    throw_error<ValueError>("TokenAndPositionEmbedding.from_config: mask_zero=true is not supported (chorus has no "
-                            "masks)");
+    throw_error<ValueError>("TokenAndPositionEmbedding.from_config: mask_zero=true is not supported (no masks)");
   }
-  TokenAndPositionEmbeddingOptions options{.tie_weights = detail::config_value<bool>(config, kClass, "tie_weights", true),
-                                           .name = detail::config_name(config)};
+  TokenAndPositionEmbeddingOptions options{
+      .tie_weights = detail::config_value<bool>(config, kClass, "tie_weights", true),
+      .name = detail::config_name(config)};
   if (config.contains("embeddings_initializer")) {
     options.embeddings_initializer = Initializer::from_config(config["embeddings_initializer"]);
   }

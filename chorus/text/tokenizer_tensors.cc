@@ -45,8 +45,8 @@ std::string detokenize_row_of_batch(const Tensor& row, int64_t i, const Detokeni
 Tree tokenize_strings(const Tensor& strings, int64_t sequence_length, const TokenizeInto& tokenize_into,
                       std::string_view who) {
   if (strings.dtype() != kString) {
-    throw_error<DTypeError>("{}: expected a string tensor, got dtype {} (shape {})", who,
-                            dtype_name(strings.dtype()), strings.shape().to_string());
+    throw_error<DTypeError>("{}: expected a string tensor, got dtype {} (shape {})", who, dtype_name(strings.dtype()),
+                            strings.shape().to_string());
   }
   if (strings.rank() > 1) {
     throw_error<ValueError>("{}: expected a scalar string or a 1-D batch of strings, got shape {}", who,
@@ -83,7 +83,9 @@ Tensor detokenize_ids(const RaggedTensor& ids, const DetokenizeRow& detokenize_r
   }
   std::vector<std::string> texts;
   texts.reserve(static_cast<size_t>(ids.nrows()));
-  for (int64_t i = 0; i < ids.nrows(); ++i) texts.push_back(detokenize_row_of_batch(ids.row(i), i, detokenize_row, who));
+  for (int64_t i = 0; i < ids.nrows(); ++i) {
+    texts.push_back(detokenize_row_of_batch(ids.row(i), i, detokenize_row, who));
+  }
   return Tensor::from_strings(std::move(texts));
 }
 
@@ -102,7 +104,8 @@ Tensor detokenize_ids(const Tree& ids, const DetokenizeRow& detokenize_row, std:
   std::vector<std::string> texts;
   texts.reserve(static_cast<size_t>(t.dim(0)));
   for (int64_t i = 0; i < t.dim(0); ++i) {
-    texts.push_back(detokenize_row_of_batch(t.first_axis_slice(i, i + 1).view(Shape{t.dim(1)}), i, detokenize_row, who));
+    texts.push_back(
+        detokenize_row_of_batch(t.first_axis_slice(i, i + 1).view(Shape{t.dim(1)}), i, detokenize_row, who));
   }
   return Tensor::from_strings(std::move(texts));
 }

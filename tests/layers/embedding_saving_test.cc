@@ -18,7 +18,8 @@ class TiedEmbeddingLogits : public Layer {
  public:
   TiedEmbeddingLogits(int64_t vocabulary, int64_t dim, std::string name = "")
       : Layer("TiedEmbeddingLogits", std::move(name)), vocabulary_(vocabulary), dim_(dim) {
-    embedding_ = add<ReversibleEmbedding>(vocabulary, dim, ReversibleEmbeddingOptions{.name = this->name() + "/embedding"});
+    embedding_ =
+        add<ReversibleEmbedding>(vocabulary, dim, ReversibleEmbeddingOptions{.name = this->name() + "/embedding"});
   }
   ReversibleEmbedding& embedding() const { return *embedding_; }
   nlohmann::json get_config() const override {
@@ -28,8 +29,8 @@ class TiedEmbeddingLogits : public Layer {
     return config;
   }
   static std::shared_ptr<Layer> from_config(const nlohmann::json& config) {
-    return std::make_shared<TiedEmbeddingLogits>(config.at("vocabulary").get<int64_t>(), config.at("dim").get<int64_t>(),
-                                                 config.at("name").get<std::string>());
+    return std::make_shared<TiedEmbeddingLogits>(config.at("vocabulary").get<int64_t>(),
+                                                 config.at("dim").get<int64_t>(), config.at("name").get<std::string>());
   }
   std::shared_ptr<Layer> move_to_heap() && override {
     return std::make_shared<TiedEmbeddingLogits>(std::move(*this));
@@ -71,7 +72,8 @@ TEST_F(EmbeddingSavingTest, TwoTokenAndPositionEmbeddingsInOneModelRoundTrip) {
   // An encoder-decoder's two embeddings: Keras 3 paths keep their weights apart.
   const Tensor source = Input(Shape{6}, kInt32), target = Input(Shape{4}, kInt32);
   const Tensor encoded = TokenAndPositionEmbedding(20, 6, 8, {.name = "encoder_embedding"})(source);
-  const Tensor decoded = TokenAndPositionEmbedding(20, 4, 8, {.tie_weights = false, .name = "decoder_embedding"})(target);
+  const Tensor decoded =
+      TokenAndPositionEmbedding(20, 4, 8, {.tie_weights = false, .name = "decoder_embedding"})(target);
   const Tensor logits = Dense(5)(Concatenate({.axis = 1})(Tree::list({encoded, decoded})).tensor());
   models::Model model(Tree::list({source, target}), logits);
   std::vector<std::string> paths;

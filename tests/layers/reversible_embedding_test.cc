@@ -29,7 +29,10 @@ TEST(ReversibleEmbeddingTest, Conformance) {
       .count_params = 44,
   });
   expect_layer_conforms({
-      .make = [] { return std::make_shared<ReversibleEmbedding>(11, 4, ReversibleEmbeddingOptions{.tie_weights = false}); },
+      .make =
+          [] {
+            return std::make_shared<ReversibleEmbedding>(11, 4, ReversibleEmbeddingOptions{.tie_weights = false});
+          },
       .inputs = from_values<int64_t>({1, 0, 10}),
       .output_shapes = {Shape{3, 4}},
       .weights = {{"embeddings", Shape{11, 4}}, {"reverse_embeddings", Shape{4, 11}}},
@@ -93,7 +96,8 @@ TEST(ReversibleEmbeddingTest, TiedGradientsOfBothUsesAdd) {
 }
 
 TEST(ReversibleEmbeddingTest, UntiedGradientsGoToEachTable) {
-  ReversibleEmbedding layer(5, 3, {.tie_weights = false, .embeddings_initializer = initializers::random_normal(0, 1, 4)});
+  ReversibleEmbedding layer(5, 3,
+                            {.tie_weights = false, .embeddings_initializer = initializers::random_normal(0, 1, 4)});
   const Tensor batch = from_values<int32_t>({3, 0, 3}, Shape{3});
   layer.build_from(batch);
   testing::expect_gradients_match([&](const std::vector<Tensor>&) { return layer.reverse(layer(batch)); },
@@ -109,7 +113,8 @@ TEST(ReversibleEmbeddingTest, ReverseBuildsAnUnbuiltLayer) {
 
 TEST(ReversibleEmbeddingTest, ConfigIsKerasShapedAndRoundTrips) {
   ReversibleEmbedding layer(30522, 768,
-                            {.tie_weights = false, .embeddings_initializer = initializers::truncated_normal(0.0, 0.02, 1),
+                            {.tie_weights = false,
+                             .embeddings_initializer = initializers::truncated_normal(0.0, 0.02, 1),
                              .name = "token_embedding"});
   EXPECT_EQ(layer.get_config(), nlohmann::json::parse(R"({
       "name": "token_embedding", "trainable": true, "input_dim": 30522, "output_dim": 768,
@@ -130,7 +135,8 @@ TEST(ReversibleEmbeddingTest, ConfigIsKerasShapedAndRoundTrips) {
 
 TEST(ReversibleEmbeddingTest, Errors) {
   EXPECT_THAT([] { ReversibleEmbedding bad(0, 4); },
-              ThrowsMessage<ValueError>(HasSubstr("ReversibleEmbedding: expected input_dim > 0. Received: input_dim=0")));
+              ThrowsMessage<ValueError>(
+                  HasSubstr("ReversibleEmbedding: expected input_dim > 0. Received: input_dim=0")));
   EXPECT_THAT(
       [] { ReversibleEmbedding bad(4, 0); },
       ThrowsMessage<ValueError>(HasSubstr("ReversibleEmbedding: expected output_dim > 0. Received: output_dim=0")));
@@ -143,9 +149,10 @@ TEST(ReversibleEmbeddingTest, Errors) {
   EXPECT_THAT([&] { layer.reverse(zeros(Shape{2, 5, 4})); },
               ThrowsMessage<ShapeError>(
                   HasSubstr("tokens: reverse expected hidden states with last dim 2, got shape (2, 5, 4)")));
-  EXPECT_THAT([] { ReversibleEmbedding::from_config({{"input_dim", 3}, {"output_dim", 2}, {"reverse_dtype", "bfloat16"}}); },
+  const nlohmann::json with_reverse_dtype = {{"input_dim", 3}, {"output_dim", 2}, {"reverse_dtype", "bf16"}};
+  EXPECT_THAT([&] { ReversibleEmbedding::from_config(with_reverse_dtype); },
               ThrowsMessage<ValueError>(HasSubstr("reverse_dtype is not supported (logits take the table's dtype). "
-                                                  "Received: reverse_dtype=\"bfloat16\"")));
+                                                  "Received: reverse_dtype=\"bf16\"")));
   EXPECT_THAT([] { ReversibleEmbedding::from_config({{"input_dim", 3}, {"output_dim", 2}, {"mask_zero", true}}); },
               ThrowsMessage<ValueError>(HasSubstr("mask_zero=true is not supported")));
 }

@@ -61,7 +61,8 @@ TEST(TokenAndPositionEmbeddingTest, WeightPathsAreKeras3s) {
   TokenAndPositionEmbedding layer = hand_set_token_and_position_embedding();
   std::vector<std::string> paths;
   for (const Variable& v : layer.weights()) paths.push_back(v.path());
-  EXPECT_EQ(paths, (std::vector<std::string>{"embed/token_embedding/embeddings", "embed/position_embedding/embeddings"}));
+  EXPECT_EQ(paths,
+            (std::vector<std::string>{"embed/token_embedding/embeddings", "embed/position_embedding/embeddings"}));
   EXPECT_EQ(layer.layers().size(), 2u);
   EXPECT_EQ(layer.token_embedding().class_name(), "ReversibleEmbedding");
   EXPECT_EQ(layer.position_embedding().sequence_length(), 3);
@@ -100,7 +101,8 @@ TEST(TokenAndPositionEmbeddingTest, ConfigIsKerasShapedAndRoundTrips) {
   EXPECT_EQ(layer.get_config(), nlohmann::json::parse(R"({
       "name": "embeddings", "trainable": true, "vocabulary_size": 30522, "sequence_length": 512,
       "embedding_dim": 768, "tie_weights": false, "mask_zero": false,
-      "embeddings_initializer": {"class_name": "RandomUniform", "config": {"seed": null, "minval": -0.05, "maxval": 0.05}}})"));
+      "embeddings_initializer": {"class_name": "RandomUniform",
+                                 "config": {"seed": null, "minval": -0.05, "maxval": 0.05}}})"));
   const auto clone = TokenAndPositionEmbedding::from_config(layer.get_config());
   EXPECT_EQ(clone->get_config(), layer.get_config());
   EXPECT_FALSE(clone->token_embedding().tie_weights());
@@ -119,13 +121,15 @@ TEST(TokenAndPositionEmbeddingTest, Errors) {
                   HasSubstr("TokenAndPositionEmbedding: expected embedding_dim > 0. Received: embedding_dim=0")));
   TokenAndPositionEmbedding layer = hand_set_token_and_position_embedding();
   EXPECT_THAT([&] { layer(from_values<int32_t>({0, 1, 2, 4}, Shape{2, 2})); },
-              ThrowsMessage<IndexError>(HasSubstr("embed/token_embedding: index 4 out of range [0, 4) in batch element 1")));
+              ThrowsMessage<IndexError>(
+                  HasSubstr("embed/token_embedding: index 4 out of range [0, 4) in batch element 1")));
   EXPECT_THAT([&] { layer(from_values<int32_t>({0, 1, 2, 3}, Shape{1, 4})); },
               ThrowsMessage<ValueError>(HasSubstr("embed/position_embedding: the input's sequence length 4 (axis -2 of "
                                                   "(1, 4, 2)) exceeds sequence_length 3")));
   TokenAndPositionEmbedding unbuilt(4, 4, 2, {.name = "e"});
   EXPECT_THAT([&] { unbuilt(scalar(1.0, kInt32)); },
-              ThrowsMessage<ValueError>(HasSubstr("e: expected token ids of rank >= 1 (batch..., sequence), got shape ()")));
+              ThrowsMessage<ValueError>(
+                  HasSubstr("e: expected token ids of rank >= 1 (batch..., sequence), got shape ()")));
   EXPECT_THAT([] { TokenAndPositionEmbedding::from_config({{"vocabulary_size", 3}, {"sequence_length", 2},
                                                            {"embedding_dim", 2}, {"mask_zero", true}}); },
               ThrowsMessage<ValueError>(HasSubstr("mask_zero=true is not supported")));

@@ -22,8 +22,10 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-// ids:                                      0        1        2      3        4        5      6     7        8     9
-const std::vector<std::string> kTensorVocab{"[PAD]", "[UNK]", "the", "quick", "brown", "fox", "un", "##aff", "##able", "##s"};
+// ids:                                      0        1        2      3        4        5      6     7        8
+const std::vector<std::string> kTensorVocab{"[PAD]", "[UNK]", "the", "quick", "brown", "fox", "un", "##aff", "##able",
+                                            //  9
+                                            "##s"};
 
 WordPieceTokenizer small_word_piece(int64_t sequence_length = 0) {
   return WordPieceTokenizer(kTensorVocab, {.sequence_length = sequence_length});
@@ -124,7 +126,8 @@ TEST(TokenizerTensorsTest, Errors) {
                                                   "RaggedTensor, got")));
   const WordTokenizer words(Vocabulary({"[UNK]", "a"}));
   EXPECT_THAT([&] { words.tokenize(from_values({1.f})); },
-              ThrowsMessage<DTypeError>(HasSubstr("WordTokenizer.tokenize: expected a string tensor, got dtype float32")));
+              ThrowsMessage<DTypeError>(
+                  HasSubstr("WordTokenizer.tokenize: expected a string tensor, got dtype float32")));
 }
 
 // The non-empty lines of WikiText-2's test split (the first `limit`).
