@@ -22,10 +22,18 @@ void check_indices(const Tensor& indices, int64_t input_dim, const std::string& 
 }  // namespace
 
 Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
-    : Layer("Embedding", options.name), input_dim_(input_dim), output_dim_(output_dim), options_(std::move(options)) {
-  if (input_dim <= 0) throw_error<ValueError>("Embedding: expected input_dim > 0. Received: input_dim={}", input_dim);
+    : Embedding("Embedding", input_dim, output_dim, std::move(options)) {}
+
+Embedding::Embedding(std::string keras_class, int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
+    : Layer(std::move(keras_class), options.name),
+      input_dim_(input_dim),
+      output_dim_(output_dim),
+      options_(std::move(options)) {
+  if (input_dim <= 0) {
+    throw_error<ValueError>("{}: expected input_dim > 0. Received: input_dim={}", class_name(), input_dim);
+  }
   if (output_dim <= 0) {
-    throw_error<ValueError>("Embedding: expected output_dim > 0. Received: output_dim={}", output_dim);
+    throw_error<ValueError>("{}: expected output_dim > 0. Received: output_dim={}", class_name(), output_dim);
   }
 }
 
@@ -54,12 +62,17 @@ nlohmann::json Embedding::get_config() const {
   return config;
 }
 
-std::shared_ptr<Embedding> Embedding::from_config(const nlohmann::json& config) {
+EmbeddingOptions Embedding::options_from_config(const nlohmann::json& config) {
   EmbeddingOptions options;
   if (config.contains("embeddings_initializer")) {
     options.embeddings_initializer = Initializer::from_config(config["embeddings_initializer"]);
   }
   options.name = detail::config_name(config);
+  return options;
+}
+
+std::shared_ptr<Embedding> Embedding::from_config(const nlohmann::json& config) {
+  EmbeddingOptions options = options_from_config(config);
   auto layer = std::make_shared<Embedding>(detail::config_value<int64_t>(config, "Embedding", "input_dim", 0),
                                            detail::config_value<int64_t>(config, "Embedding", "output_dim", 0),
                                            std::move(options));

@@ -39,6 +39,12 @@ class Embedding : public Layer {
   std::shared_ptr<Layer> move_to_heap() && override { return std::make_shared<Embedding>(std::move(*this)); }
 
  protected:
+  // For subclasses (ReversibleEmbedding): `class_name` is the subclass's Keras name, which
+  // also names the errors and the automatic name ("reversible_embedding").
+  Embedding(std::string class_name, int64_t input_dim, int64_t output_dim, EmbeddingOptions options);
+  // The options from_config reads from an Embedding config (initializer, name).
+  static EmbeddingOptions options_from_config(const nlohmann::json& config);
+
   void build(const Tree& inputs) override;
   // Throws IndexError for an index outside [0, input_dim), naming it and the batch
   // element (first-axis position) that holds it:

@@ -15,5 +15,8 @@
 #include "chorus/layers/input_layer.h"
 #include "chorus/layers/layer.h"
 #include "chorus/layers/layer_normalization.h"
+#include "chorus/layers/position_embedding.h"
 #include "chorus/layers/registry.h"
 #include "chorus/layers/reshape.h"
+#include "chorus/layers/reversible_embedding.h"
+#include "chorus/layers/token_and_position_embedding.h"

@@ -29,7 +29,10 @@ Registry& registry() {
         {"Flatten", Flatten::from_config},
         {"InputLayer", InputLayer::from_config},
         {"LayerNormalization", LayerNormalization::from_config},
+        {"PositionEmbedding", PositionEmbedding::from_config},
         {"Reshape", Reshape::from_config},
+        {"ReversibleEmbedding", ReversibleEmbedding::from_config},
+        {"TokenAndPositionEmbedding", TokenAndPositionEmbedding::from_config},
     };
     return r;
   }();

@@ -40,6 +40,11 @@ class BertTokenizer {
     return word_piece_.tokenize_to_pieces(text);
   }
   std::string detokenize(const std::vector<int32_t>& ids) const { return word_piece_.detokenize(ids); }
+  // String tensors in, int32 ids out, and back: WordPieceTokenizer's tensor API.
+  Tree tokenize(const Tensor& strings) const { return word_piece_.tokenize(strings); }
+  Tensor detokenize(const Tensor& ids) const { return word_piece_.detokenize(ids); }
+  Tensor detokenize(const RaggedTensor& ids) const { return word_piece_.detokenize(ids); }
+  Tensor detokenize(const Tree& ids) const { return word_piece_.detokenize(ids); }
 
   int32_t vocabulary_size() const { return word_piece_.vocabulary_size(); }
   const Vocabulary& vocabulary() const { return word_piece_.vocabulary(); }

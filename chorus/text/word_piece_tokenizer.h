@@ -8,7 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "chorus/core/ragged_tensor.h"
 #include "chorus/core/tensor.h"
+#include "chorus/core/tree.h"
 #include "chorus/text/pretokenizer.h"
 #include "chorus/text/vocabulary.h"
 
@@ -56,6 +58,22 @@ class WordPieceTokenizer {
   // The text of `ids`: pieces joined by spaces, a suffix piece glued to the one before
   // without its indicator. Throws IndexError for an id outside the vocabulary.
   std::string detokenize(const std::vector<int32_t>& ids) const;
+
+  // KerasNLP's tokenizer(x) on string tensors: a scalar string -> (n,) int32 ids; a 1-D
+  // batch (B,) -> a RaggedTensor of int32 rows, in its Tree form (RaggedTensor::from_tree
+  // reads it; dataset.map and ragged_batch carry it). With sequence_length set the ids
+  // are dense instead: (sequence_length,) or (B, sequence_length), truncated or padded
+  // with 0. Throws DTypeError for a non-string tensor, ValueError for rank > 1 and for
+  // invalid UTF-8 (naming the batch element). Thread-safe, as the rest:
+  //   lines.map([&](const Tree& x) { return tokenizer.tokenize(x.tensor()); }, {.num_parallel_calls = 8})
+  Tree tokenize(const Tensor& strings) const;
+  // The inverse on tensors: 1-D ids -> a scalar string; (B, L) ids or a RaggedTensor of
+  // rows (or its Tree form, what tokenize returns) -> (B,) strings. A dense row is read
+  // whole, padding included, as KerasNLP's detokenize does. Throws DTypeError for
+  // non-integer ids, ValueError for another rank, IndexError naming the batch element.
+  Tensor detokenize(const Tensor& ids) const;
+  Tensor detokenize(const RaggedTensor& ids) const;
+  Tensor detokenize(const Tree& ids) const;
 
   int32_t vocabulary_size() const { return vocabulary_.size(); }
   const Vocabulary& vocabulary() const { return vocabulary_; }

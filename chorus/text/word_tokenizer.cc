@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "chorus/core/error.h"
+#include "chorus/text/tokenizer_tensors.h"
 #include "chorus/text/unicode.h"
 
 namespace chorus::text {
@@ -91,6 +92,24 @@ std::string WordTokenizer::detokenize(const std::vector<int32_t>& ids) const {
     out.append(vocabulary_.id_to_token(ids[i]));
   }
   return out;
+}
+
+Tree WordTokenizer::tokenize(const Tensor& strings) const {
+  return detail::tokenize_strings(
+      strings, /*sequence_length=*/0,
+      [this](std::string_view text, std::vector<int32_t>& ids) { tokenize_into(text, ids); }, "WordTokenizer.tokenize");
+}
+
+Tensor WordTokenizer::detokenize(const Tensor& ids) const { return detokenize(Tree(ids)); }
+
+Tensor WordTokenizer::detokenize(const RaggedTensor& ids) const {
+  return detail::detokenize_ids(
+      ids, [this](const std::vector<int32_t>& row) { return detokenize(row); }, "WordTokenizer.detokenize");
+}
+
+Tensor WordTokenizer::detokenize(const Tree& ids) const {
+  return detail::detokenize_ids(
+      ids, [this](const std::vector<int32_t>& row) { return detokenize(row); }, "WordTokenizer.detokenize");
 }
 
 }  // namespace chorus::text

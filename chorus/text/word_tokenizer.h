@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "chorus/core/ragged_tensor.h"
+#include "chorus/core/tree.h"
 #include "chorus/text/vocabulary.h"
 
 namespace chorus::text {
@@ -43,6 +45,15 @@ class WordTokenizer {
   void tokenize_into(std::string_view text, std::vector<int32_t>& out) const;
   // The words of `ids` joined by single spaces. Throws IndexError for an unknown id.
   std::string detokenize(const std::vector<int32_t>& ids) const;
+
+  // On string tensors, as WordPieceTokenizer's (which see) without a sequence_length: a
+  // scalar string -> (n,) int32 ids, a 1-D batch -> a RaggedTensor of int32 rows (Tree
+  // form). Throws DTypeError for a non-string tensor, ValueError for rank > 1.
+  Tree tokenize(const Tensor& strings) const;
+  // 1-D ids -> a scalar string; (B, L) ids or a RaggedTensor (or its Tree form) -> (B,).
+  Tensor detokenize(const Tensor& ids) const;
+  Tensor detokenize(const RaggedTensor& ids) const;
+  Tensor detokenize(const Tree& ids) const;
 
   int32_t vocabulary_size() const { return vocabulary_.size(); }
   const Vocabulary& vocabulary() const { return vocabulary_; }

@@ -211,5 +211,34 @@ TEST(InitializersTest, Errors) {
       ThrowsMessage<DTypeError>(HasSubstr("expected a floating dtype")));
 }
 
+TEST(InitializersTest, TruncatedNormalRedrawsBeyondTwoStddevsAsKeras) {
+  // BERT's TruncatedNormal(stddev=0.02), here around a mean of 0.5: Keras redraws values
+  // more than 2 stddevs from the mean, so the draws fill [mean - 2s, mean + 2s] with a
+  // normal's shape instead of piling up at the bounds as clipping would.
+  const double mean = 0.5, stddev = 0.02;
+  const Initializer init = initializers::truncated_normal(mean, stddev, 17);
+  const auto v = init(kKernel).to_vector<double>();
+  int64_t within_one = 0, near_bounds = 0;
+  double sum = 0, sq = 0;
+  for (double x : v) {
+    const double z = (x - mean) / stddev;
+    EXPECT_LE(std::abs(z), 2.0 + 1e-4);
+    within_one += std::abs(z) <= 1.0 ? 1 : 0;
+    near_bounds += std::abs(z) > 1.99 ? 1 : 0;
+    sum += x;
+    sq += (x - mean) * (x - mean);
+  }
+  const double n = static_cast<double>(v.size());
+  EXPECT_NEAR(sum / n, mean, 2e-4);
+  // The stddev of a unit normal truncated at +-2 is 0.8796; P(|z| <= 1 | |z| <= 2) is
+  // 0.6827 / 0.9545 = 0.7153; P(1.99 < |z| <= 2) is about 0.0011 (clipping: 0.0455).
+  EXPECT_NEAR(std::sqrt(sq / n), 0.87962566103423978 * stddev, 2e-4);
+  EXPECT_NEAR(static_cast<double>(within_one) / n, 0.7153, 0.005);
+  EXPECT_LT(static_cast<double>(near_bounds) / n, 0.003);
+  EXPECT_EQ(init.get_config(), nlohmann::json::parse(R"({"class_name": "TruncatedNormal",
+                                                          "config": {"seed": 17, "mean": 0.5, "stddev": 0.02}})"));
+  EXPECT_TRUE(tensors_near(Initializer::from_config(init.get_config())(Shape{3, 4}), init(Shape{3, 4}), 0, 0));
+}
+
 }  // namespace
 }  // namespace chorus::layers

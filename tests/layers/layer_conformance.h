@@ -20,7 +20,9 @@
 namespace chorus::testing {
 
 struct WeightSpec {
-  std::string name;  // "kernel"; the path is "<layer name>/kernel"
+  // "kernel"; the path is "<layer name>/kernel". A sublayer's weight is named with the
+  // sublayer's part of the path ("token_embedding/embeddings"); name() is the last part.
+  std::string name;
   Shape shape;
   bool trainable = true;
 };
@@ -72,7 +74,8 @@ inline void expect_weights(const layers::Layer& layer, const LayerCase& c) {
   ASSERT_EQ(weights.size(), c.weights.size()) << layer.name();
   size_t trainable = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
-    EXPECT_EQ(weights[i].name(), c.weights[i].name);
+    const std::string& spec = c.weights[i].name;
+    EXPECT_EQ(weights[i].name(), spec.substr(spec.rfind('/') == std::string::npos ? 0 : spec.rfind('/') + 1));
     EXPECT_EQ(weights[i].path(), layer.name() + "/" + c.weights[i].name);
     EXPECT_EQ(weights[i].shape(), c.weights[i].shape) << c.weights[i].name;
     EXPECT_EQ(weights[i].trainable(), c.weights[i].trainable) << c.weights[i].name;

@@ -123,7 +123,7 @@ TEST(WordPieceTokenizerTest, BatchesAreRaggedOrPaddedToTheLongest) {
 TEST(WordPieceTokenizerTest, DetokenizeGluesContinuations) {
   const WordPieceTokenizer tokenizer = make();
   EXPECT_EQ(tokenizer.detokenize({2, 6, 7, 8, 5, 9}), "the unaffable foxs");
-  EXPECT_EQ(tokenizer.detokenize({}), "");
+  EXPECT_EQ(tokenizer.detokenize(std::vector<int32_t>{}), "");  // {} alone would also fit the tensor overloads
   EXPECT_THAT([&] { (void)tokenizer.detokenize({99}); },
               ThrowsMessage<IndexError>(HasSubstr("id 99 out of range [0, 25)")));
 }

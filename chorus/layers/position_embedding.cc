@@ -1,0 +1,62 @@
+#include "chorus/layers/position_embedding.h"
+
+#include "chorus/layers/layer_util.h"
+#include "chorus/ops/ops.h"
+
+namespace chorus::layers {
+
+PositionEmbedding::PositionEmbedding(int64_t sequence_length, PositionEmbeddingOptions options)
+    : Layer("PositionEmbedding", options.name), sequence_length_(sequence_length), options_(std::move(options)) {
+  if (sequence_length <= 0) {
+    throw_error<ValueError>("PositionEmbedding: expected sequence_length > 0. Received: sequence_length={}",
+                            sequence_length);
+  }
+}
+
+const Tensor& PositionEmbedding::checked_input(const Tree& inputs) const {
+  const Tensor& x = detail::single_input(inputs, name());
+  if (x.rank() < 2) {
+    throw_error<ValueError>("{}: expected inputs of rank >= 2 (batch..., sequence, feature), got shape {}", name(),
+                            x.shape().to_string());
+  }
+  return x;
+}
+
+void PositionEmbedding::build(const Tree& inputs) {
+  const Tensor& x = checked_input(inputs);
+  embeddings_ = add_weight("embeddings", Shape{sequence_length_, x.dim(-1)}, options_.initializer);
+}
+
+Tree PositionEmbedding::call(const Tree& inputs, bool /*training*/) {
+  const Tensor& x = checked_input(inputs);
+  const int64_t length = x.dim(-2), features = x.dim(-1);
+  if (length > sequence_length_) {
+    throw_error<ValueError>("{}: the input's sequence length {} (axis -2 of {}) exceeds sequence_length {}", name(),
+                            length, x.shape().to_string(), sequence_length_);
+  }
+  if (features != embeddings_.shape()[1]) {
+    throw_error<ShapeError>("{}: expected inputs with last dim {} (the table's width), got shape {}", name(),
+                            embeddings_.shape()[1], x.shape().to_string());
+  }
+  // table: (sequence_length, F) -> rows (T, F) -> (batch..., T, F)
+  return ops::broadcast_to(ops::slice(embeddings_.value(), {0, 0}, {length, features}), x.shape());
+}
+
+nlohmann::json PositionEmbedding::get_config() const {
+  nlohmann::json config = Layer::get_config();
+  config["sequence_length"] = sequence_length_;
+  config["initializer"] = options_.initializer.get_config();
+  return config;
+}
+
+std::shared_ptr<PositionEmbedding> PositionEmbedding::from_config(const nlohmann::json& config) {
+  PositionEmbeddingOptions options;
+  if (config.contains("initializer")) options.initializer = Initializer::from_config(config["initializer"]);
+  options.name = detail::config_name(config);
+  auto layer = std::make_shared<PositionEmbedding>(
+      detail::config_value<int64_t>(config, "PositionEmbedding", "sequence_length", 0), std::move(options));
+  detail::apply_base_config(*layer, config);
+  return layer;
+}
+
+}  // namespace chorus::layers
