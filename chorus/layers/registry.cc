@@ -27,9 +27,14 @@ Registry& registry() {
         {"Dropout", Dropout::from_config},
         {"Embedding", Embedding::from_config},
         {"Flatten", Flatten::from_config},
+        {"Hashing", Hashing::from_config},
         {"InputLayer", InputLayer::from_config},
+        {"IntegerLookup", IntegerLookup::from_config},
         {"LayerNormalization", LayerNormalization::from_config},
+        {"Normalization", Normalization::from_config},
         {"Reshape", Reshape::from_config},
+        {"StringLookup", StringLookup::from_config},
+        {"TextVectorization", TextVectorization::from_config},
     };
     return r;
   }();
