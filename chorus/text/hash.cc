@@ -58,7 +58,9 @@ Tensor hash_buckets(const char* op, const Tensor& input, int64_t num_buckets, Ha
   if (input.dtype() != kString) {
     throw_error<DTypeError>("{}: expected a string tensor, got dtype {}", op, dtype_name(input.dtype()));
   }
-  if (num_buckets <= 0) throw_error<ValueError>("{}: expected num_buckets > 0. Received: num_buckets={}", op, num_buckets);
+  if (num_buckets <= 0) {
+    throw_error<ValueError>("{}: expected num_buckets > 0. Received: num_buckets={}", op, num_buckets);
+  }
   const auto elements = input.strings();
   Tensor out = Tensor::empty(input.shape(), kInt64);
   int64_t* buckets = out.data<int64_t>();

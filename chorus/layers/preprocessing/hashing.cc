@@ -32,8 +32,8 @@ Tensor Hashing::hash_to_bins(const Tensor& x) const {
                             name(), strings ? "an integer" : "a string", strings ? "strings" : "numbers");
   }
   std::optional<text::SipHashKey> salt = options_.salt;
-  auto bin = [&](std::string_view text) {
-    const uint64_t h = salt ? text::siphash64(*salt, text) : text::fingerprint64(text);
+  auto bin = [&](std::string_view s) {
+    const uint64_t h = salt ? text::siphash64(*salt, s) : text::fingerprint64(s);
     return static_cast<int64_t>(h % bins) + (masked ? 1 : 0);
   };
   Tensor out = Tensor::empty(x.shape(), kInt64);
@@ -104,7 +104,8 @@ std::shared_ptr<Hashing> Hashing::from_config(const nlohmann::json& config) {
       throw_error<ValueError>("Hashing.from_config: expected a string or integer mask_value. Received: {}", it->dump());
     }
   }
-  options.output_mode = parse_output_mode(detail::config_value<std::string>(config, kClass, "output_mode", "int"), kClass);
+  options.output_mode =
+      parse_output_mode(detail::config_value<std::string>(config, kClass, "output_mode", "int"), kClass);
   if (detail::config_value<bool>(config, kClass, "sparse", false)) {
     throw_error<ValueError>("Hashing: sparse outputs are not supported (chorus has no SparseTensor). Received: "
                             "sparse=true");

@@ -24,7 +24,8 @@ detail::IndexLookupConfig<int64_t> to_config(IntegerLookupOptions o) {
 
 }  // namespace
 
-IntegerLookup::IntegerLookup(IntegerLookupOptions options) : IntegerLookup(detail::FullConfig{}, to_config(std::move(options))) {}
+IntegerLookup::IntegerLookup(IntegerLookupOptions options)
+    : IntegerLookup(detail::FullConfig{}, to_config(std::move(options))) {}
 
 IntegerLookup::IntegerLookup(detail::FullConfig, detail::IndexLookupConfig<int64_t> config)
     : IndexLookup<int64_t>("IntegerLookup", std::move(config)) {}

@@ -32,7 +32,9 @@ Tensor from_nested(const nlohmann::json& json, const char* key) {
   std::vector<float> values;
   auto walk = [&](const nlohmann::json& j, size_t depth, auto&& self) -> void {
     if (depth == dims.size()) {
-      if (!j.is_number()) throw_error<ValueError>("Normalization.from_config: '{}' holds {}, not a number", key, j.dump());
+      if (!j.is_number()) {
+        throw_error<ValueError>("Normalization.from_config: '{}' holds {}, not a number", key, j.dump());
+      }
       values.push_back(j.get<float>());
       return;
     }
@@ -90,7 +92,8 @@ void Normalization::build(const Tree& inputs) {
   if (is_symbolic(x) && !keep_.empty() && keep_[0] == 0) {
     throw_error<ValueError>("{}: a kept axis must have a known size, but axis 0 of a symbolic input (shape {}) is the "
                             "batch axis; use axis={{}} or adapt() the layer before using it in a model",
-                            name(), detail::batch_shape_string(std::vector<int64_t>(x.shape().begin() + 1, x.shape().end())));
+                            name(),
+                            detail::batch_shape_string(std::vector<int64_t>(x.shape().begin() + 1, x.shape().end())));
   }
   kept_shape_.clear();
   broadcast_shape_.assign(static_cast<size_t>(rank_), 1);

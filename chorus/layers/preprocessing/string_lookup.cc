@@ -23,7 +23,8 @@ detail::IndexLookupConfig<std::string> to_config(StringLookupOptions o) {
 
 }  // namespace
 
-StringLookup::StringLookup(StringLookupOptions options) : StringLookup(detail::FullConfig{}, to_config(std::move(options))) {}
+StringLookup::StringLookup(StringLookupOptions options)
+    : StringLookup(detail::FullConfig{}, to_config(std::move(options))) {}
 
 StringLookup::StringLookup(detail::FullConfig, detail::IndexLookupConfig<std::string> config)
     : IndexLookup<std::string>("StringLookup", std::move(config)) {}

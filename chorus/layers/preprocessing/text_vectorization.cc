@@ -254,7 +254,9 @@ std::shared_ptr<TextVectorization> TextVectorization::from_config(const nlohmann
   using detail::config_value;
   TextVectorizationOptions o;
   o.max_tokens = detail::optional_value<int64_t>(config, kClass, "max_tokens");
-  if (config.contains("standardize")) o.standardize = enum_from_json(config["standardize"], kStandardizeNames, "standardize");
+  if (config.contains("standardize")) {
+    o.standardize = enum_from_json(config["standardize"], kStandardizeNames, "standardize");
+  }
   if (config.contains("split")) o.split = enum_from_json(config["split"], kSplitNames, "split");
   if (auto it = config.find("ngrams"); it != config.end() && !it->is_null()) {
     if (it->is_number_integer()) {  // Keras's ngrams=N: widths 1..N
