@@ -142,11 +142,15 @@ int64_t IndexLookup<Token>::vocabulary_size() const {
 
 template <class Token>
 std::vector<Token> IndexLookup<Token>::get_vocabulary(bool include_special_tokens) const {
-  const auto t = table();
-  if (!include_special_tokens) return t->tokens;
+  return vocabulary_of(*table(), include_special_tokens);
+}
+
+template <class Token>
+std::vector<Token> IndexLookup<Token>::vocabulary_of(const Table& table, bool include_special_tokens) const {
+  if (!include_special_tokens) return table.tokens;
   std::vector<Token> vocabulary(static_cast<size_t>(token_start()), config_.oov_token);
   if (oov_start() == 1) vocabulary[0] = *config_.mask_token;
-  vocabulary.insert(vocabulary.end(), t->tokens.begin(), t->tokens.end());
+  vocabulary.insert(vocabulary.end(), table.tokens.begin(), table.tokens.end());
   return vocabulary;
 }
 
@@ -410,14 +414,15 @@ nlohmann::json IndexLookup<Token>::get_config() const {
   config["output_mode"] = output_mode_name(config_.output_mode);
   config["sparse"] = false;
   config["pad_to_max_tokens"] = config_.pad_to_max_tokens;
-  config["vocabulary"] = t->has_vocabulary ? nlohmann::json(get_vocabulary(true)) : nlohmann::json();
+  const int64_t size = token_start() + static_cast<int64_t>(t->tokens.size());
+  config["vocabulary"] = t->has_vocabulary ? nlohmann::json(vocabulary_of(*t, true)) : nlohmann::json();
   nlohmann::json idf;
   if (t->has_vocabulary && config_.output_mode == OutputMode::kTfIdf) {
     idf = nlohmann::json::array();
-    for (int64_t i = 0; i < vocabulary_size(); ++i) idf.push_back(static_cast<double>(t->idf[static_cast<size_t>(i)]));
+    for (int64_t i = 0; i < size; ++i) idf.push_back(static_cast<double>(t->idf[static_cast<size_t>(i)]));
   }
   config["idf_weights"] = idf;
-  config["vocabulary_size"] = t->has_vocabulary ? nlohmann::json(vocabulary_size()) : nlohmann::json();
+  config["vocabulary_size"] = t->has_vocabulary ? nlohmann::json(size) : nlohmann::json();
   config["oov_method"] = config_.oov_method == OovMethod::kFarmHash ? "farmhash" : "floormod";
   config["salt"] = detail::salt_to_json(config_.salt);
   config["has_input_vocabulary"] = config_.has_input_vocabulary.value_or(false);

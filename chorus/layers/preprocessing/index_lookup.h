@@ -132,6 +132,7 @@ class IndexLookup : public Layer {
   Tensor invert_dense(const Table& table, const Tensor& x) const;
   // The encoding's depth, checking that the layer has what the mode needs.
   int64_t depth(const Table& table) const;
+  std::vector<Token> vocabulary_of(const Table& table, bool include_special_tokens) const;
   int64_t oov_start() const;
   int64_t token_start() const;
 

@@ -1,9 +1,10 @@
 // Normalization: shifts and scales inputs to mean 0 and standard deviation 1 with a mean
 // and variance that are given or learned by adapt() (keras.layers.Normalization).
-// Learned statistics are non-trainable weights ("mean", "variance", "count"), saved and
-// restored with the model's weights; given ones live in the config. Safe to call from
-// several threads once built (dataset.map workers, replicas); adapt() must not run while
-// another thread calls the layer.
+// Learned statistics are non-trainable weights — "mean" and "variance" in the kept axes'
+// shape, and "count", the number of values behind each (int64; Keras keeps it at 0) —
+// saved and restored with the model's weights; given ones live in the config. Safe to
+// call from several threads once built (dataset.map workers, replicas); adapt() must not
+// run while another thread calls the layer.
 #pragma once
 
 #include <memory>
