@@ -15,4 +15,18 @@ macro(chorus_find_dependencies command)
   cmake_language(CALL ${command} PkgConfig ${ARGN})
   pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)           # text: regular expressions (no CMake config in Debian)
   cmake_language(CALL ${command} Protobuf ${ARGN})              # TensorBoard event files (protobuf::libprotobuf)
+  # FarmHash's Fingerprint64 (the Hashing layer, OOV buckets): Debian's libfarmhash-dev ships
+  # neither a CMake config nor a pkg-config file, so the imported target is made here.
+  find_library(CHORUS_FARMHASH_LIBRARY farmhash ${ARGN})
+  find_path(CHORUS_FARMHASH_INCLUDE_DIR farmhash.h ${ARGN})
+  if(NOT CHORUS_FARMHASH_LIBRARY OR NOT CHORUS_FARMHASH_INCLUDE_DIR)
+    set(${CMAKE_FIND_PACKAGE_NAME}_NOT_FOUND_MESSAGE "libfarmhash (Debian's libfarmhash-dev) was not found")
+    set(${CMAKE_FIND_PACKAGE_NAME}_FOUND FALSE)
+    return()
+  endif()
+  if(NOT TARGET Farmhash::farmhash)
+    add_library(Farmhash::farmhash UNKNOWN IMPORTED)
+    set_target_properties(Farmhash::farmhash PROPERTIES IMPORTED_LOCATION ${CHORUS_FARMHASH_LIBRARY}
+                          INTERFACE_INCLUDE_DIRECTORIES ${CHORUS_FARMHASH_INCLUDE_DIR})
+  endif()
 endmacro()

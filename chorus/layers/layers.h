@@ -1,4 +1,4 @@
-// Every built-in layer (Keras's keras.layers), the Layer base, activations,
+// Every built-in layer (keras.layers, preprocessing layers included), the Layer base, activations,
 // initializers and the registry: one include for model code.
 #pragma once
 
@@ -16,6 +16,11 @@
 #include "chorus/layers/layer.h"
 #include "chorus/layers/layer_normalization.h"
 #include "chorus/layers/position_embedding.h"
+#include "chorus/layers/preprocessing/hashing.h"
+#include "chorus/layers/preprocessing/integer_lookup.h"
+#include "chorus/layers/preprocessing/normalization.h"
+#include "chorus/layers/preprocessing/string_lookup.h"
+#include "chorus/layers/preprocessing/text_vectorization.h"
 #include "chorus/layers/registry.h"
 #include "chorus/layers/reshape.h"
 #include "chorus/layers/reversible_embedding.h"

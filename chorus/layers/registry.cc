@@ -27,11 +27,16 @@ Registry& registry() {
         {"Dropout", Dropout::from_config},
         {"Embedding", Embedding::from_config},
         {"Flatten", Flatten::from_config},
+        {"Hashing", Hashing::from_config},
         {"InputLayer", InputLayer::from_config},
+        {"IntegerLookup", IntegerLookup::from_config},
         {"LayerNormalization", LayerNormalization::from_config},
+        {"Normalization", Normalization::from_config},
         {"PositionEmbedding", PositionEmbedding::from_config},
         {"Reshape", Reshape::from_config},
         {"ReversibleEmbedding", ReversibleEmbedding::from_config},
+        {"StringLookup", StringLookup::from_config},
+        {"TextVectorization", TextVectorization::from_config},
         {"TokenAndPositionEmbedding", TokenAndPositionEmbedding::from_config},
     };
     return r;

@@ -4,6 +4,7 @@
 
 #include "chorus/text/bert_masked_lm_preprocessor.h"
 #include "chorus/text/bert_tokenizer.h"
+#include "chorus/text/hash.h"
 #include "chorus/text/masked_lm_mask_generator.h"
 #include "chorus/text/multi_segment_packer.h"
 #include "chorus/text/pretokenizer.h"

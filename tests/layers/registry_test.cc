@@ -83,7 +83,9 @@ TEST(LayerRegistryTest, Errors) {
       [] { layer_from_config(nlohmann::json::parse(R"({"class_name": "Conv2D", "config": {}})")); },
       ThrowsMessage<ValueError>(HasSubstr(
           "layer_from_config: unknown layer class 'Conv2D'. Known classes: Activation, Add, BatchNormalization, "
-          "Concatenate, Dense, Dropout, Embedding, Flatten, InputLayer, LayerNormalization")));
+          "Concatenate, Dense, Dropout, Embedding, Flatten, Hashing, InputLayer, IntegerLookup, LayerNormalization, "
+          "Normalization, PositionEmbedding, Reshape, ReversibleEmbedding, StringLookup, TextVectorization, "
+          "TokenAndPositionEmbedding")));
   EXPECT_THAT(
       [] { layer_from_config(nlohmann::json::parse(R"({"config": {}})")); },
       ThrowsMessage<ValueError>(HasSubstr("layer_from_config: expected {\"class_name\": ..., \"config\": {...}}")));

@@ -30,12 +30,23 @@ inline Tensor random_tensor(const Shape& shape, uint64_t seed, double lo = -1, d
   return uniform(shape, gen, lo, hi, dtype);
 }
 
-// Elementwise |a - b| <= atol + rtol * |b|, reporting the first mismatch.
+// Elementwise |a - b| <= atol + rtol * |b| (string tensors: equal strings), reporting the
+// first mismatch.
 inline ::testing::AssertionResult tensors_near(const Tensor& a, const Tensor& b, double atol = 1e-5,
                                                double rtol = 1e-5) {
   if (a.shape() != b.shape()) {
     return ::testing::AssertionFailure() << "shapes differ: " << a.shape().to_string() << " vs "
                                          << b.shape().to_string();
+  }
+  if (a.dtype() == kString || b.dtype() == kString) {  // strings: equal elements
+    if (a.dtype() != b.dtype()) return ::testing::AssertionFailure() << "a string and a numeric tensor";
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      if (a.string_at(i) != b.string_at(i)) {
+        return ::testing::AssertionFailure() << "element " << i << ": " << bytes_literal(a.string_at(i)) << " vs "
+                                             << bytes_literal(b.string_at(i));
+      }
+    }
+    return ::testing::AssertionSuccess();
   }
   const auto va = a.to_vector<double>(), vb = b.to_vector<double>();
   for (size_t i = 0; i < va.size(); ++i) {
