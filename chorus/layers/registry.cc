@@ -25,11 +25,14 @@ Registry& registry() {
         {"Concatenate", Concatenate::from_config},
         {"Dense", Dense::from_config},
         {"Dropout", Dropout::from_config},
+        {"EinsumDense", EinsumDense::from_config},
         {"Embedding", Embedding::from_config},
         {"Flatten", Flatten::from_config},
         {"InputLayer", InputLayer::from_config},
         {"LayerNormalization", LayerNormalization::from_config},
+        {"MultiHeadAttention", MultiHeadAttention::from_config},
         {"Reshape", Reshape::from_config},
+        {"TransformerEncoder", TransformerEncoder::from_config},
     };
     return r;
   }();

@@ -20,7 +20,8 @@
 namespace chorus::testing {
 
 struct WeightSpec {
-  std::string name;  // "kernel"; the path is "<layer name>/kernel"
+  // "kernel", or "query/kernel" for a sublayer's; the path is "<layer path>/<name>".
+  std::string name;
   Shape shape;
   bool trainable = true;
 };
@@ -72,8 +73,9 @@ inline void expect_weights(const layers::Layer& layer, const LayerCase& c) {
   ASSERT_EQ(weights.size(), c.weights.size()) << layer.name();
   size_t trainable = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
-    EXPECT_EQ(weights[i].name(), c.weights[i].name);
-    EXPECT_EQ(weights[i].path(), layer.name() + "/" + c.weights[i].name);
+    const std::string& spec = c.weights[i].name;
+    EXPECT_EQ(weights[i].name(), spec.substr(spec.rfind('/') + 1));  // npos + 1 == 0
+    EXPECT_EQ(weights[i].path(), layer.path() + "/" + spec);
     EXPECT_EQ(weights[i].shape(), c.weights[i].shape) << c.weights[i].name;
     EXPECT_EQ(weights[i].trainable(), c.weights[i].trainable) << c.weights[i].name;
     trainable += c.weights[i].trainable ? 1 : 0;
