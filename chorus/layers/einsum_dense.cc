@@ -13,24 +13,24 @@
 namespace chorus::layers {
 namespace {
 
-constexpr const char* kSupported =
+constexpr const char* kEinsumSupported =
     "EinsumDense supports the equations one matmul computes: "
     "'<free><contracted>,<contracted><out>-><free><out>', optionally with '...' leading the input and output, "
     "e.g. 'ab,bc->ac', 'abc,cd->abd', 'abc,cde->abde', 'abcd,cde->abe', '...b,bc->...c'";
 
-[[noreturn]] void unsupported(const std::string& equation, const std::string& why) {
-  throw_error<ValueError>("EinsumDense: unsupported equation '{}': {}. {}", equation, why, kSupported);
+[[noreturn]] void throw_unsupported_einsum(const std::string& equation, const std::string& why) {
+  throw_error<ValueError>("EinsumDense: unsupported equation '{}': {}. {}", equation, why, kEinsumSupported);
 }
 
-std::string dims_string(const std::vector<int64_t>& dims) {
+std::string einsum_dims_string(const std::vector<int64_t>& dims) {
   std::string out = "(";
   for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + (dims[i] < 0 ? "None" : std::to_string(dims[i]));
   return out + (dims.size() == 1 ? ",)" : ")");
 }
 
-bool has(const std::string& s, char c) { return s.find(c) != std::string::npos; }
+bool einsum_has(const std::string& s, char c) { return s.find(c) != std::string::npos; }
 
-int64_t product(const std::vector<int64_t>& dims) {
+int64_t einsum_product(const std::vector<int64_t>& dims) {
   int64_t p = 1;
   for (int64_t d : dims) p *= d;
   return p;
@@ -48,56 +48,56 @@ EinsumDense::EinsumDense(std::string equation, std::vector<int64_t> output_shape
   if (!std::regex_match(equation_, m, form)) {
     throw_error<ValueError>(
         "EinsumDense: invalid equation '{}': expected '[X],[Y]->[Z]' or '...[X],[Y]->...[Z]'. {}", equation_,
-        kSupported);
+        kEinsumSupported);
   }
-  if (m[1].matched != m[4].matched) unsupported(equation_, "'...' must lead both the input and the output");
+  if (m[1].matched != m[4].matched) throw_unsupported_einsum(equation_, "'...' must lead both the input and the output");
   elided_ = m[1].matched;
   const std::string in = m[2], kernel = m[3], out = m[5];
   for (const std::string* spec : {&in, &kernel, &out}) {
     for (char c : *spec) {
       if (std::count(spec->begin(), spec->end(), c) > 1) {
-        unsupported(equation_, fmt::format("letter '{}' repeats in '{}'", c, *spec));
+        throw_unsupported_einsum(equation_, fmt::format("letter '{}' repeats in '{}'", c, *spec));
       }
     }
   }
   for (char c : out) {
-    if (!has(in, c) && !has(kernel, c)) {
+    if (!einsum_has(in, c) && !einsum_has(kernel, c)) {
       throw_error<ValueError>("EinsumDense: equation '{}': output letter '{}' is in neither the input '{}' nor the "
                               "kernel '{}'",
                               equation_, c, in, kernel);
     }
   }
   for (char c : in) {
-    if (has(out, c) && has(kernel, c)) unsupported(equation_, fmt::format("letter '{}' is in all three specs", c));
-    if (!has(out, c) && !has(kernel, c)) unsupported(equation_, fmt::format("input letter '{}' is summed away", c));
-    (has(out, c) ? free_ : contracted_) += c;
+    if (einsum_has(out, c) && einsum_has(kernel, c)) throw_unsupported_einsum(equation_, fmt::format("letter '{}' is in all three specs", c));
+    if (!einsum_has(out, c) && !einsum_has(kernel, c)) throw_unsupported_einsum(equation_, fmt::format("input letter '{}' is summed away", c));
+    (einsum_has(out, c) ? free_ : contracted_) += c;
   }
   for (char c : kernel) {
-    if (!has(in, c)) out_ += c;
+    if (!einsum_has(in, c)) out_ += c;
   }
-  if (contracted_.empty()) unsupported(equation_, "no letter is contracted");
-  if (in != free_ + contracted_) unsupported(equation_, "the input must be its free letters, then the contracted ones");
+  if (contracted_.empty()) throw_unsupported_einsum(equation_, "no letter is contracted");
+  if (in != free_ + contracted_) throw_unsupported_einsum(equation_, "the input must be its free letters, then the contracted ones");
   if (kernel != contracted_ + out_) {
-    unsupported(equation_, "the kernel must be the contracted letters, then the output ones");
+    throw_unsupported_einsum(equation_, "the kernel must be the contracted letters, then the output ones");
   }
-  if (out != free_ + out_) unsupported(equation_, "the output must be the free letters, then the kernel's output ones");
-  if (!elided_ && free_.empty()) unsupported(equation_, "the first input letter must be the batch axis");
+  if (out != free_ + out_) throw_unsupported_einsum(equation_, "the output must be the free letters, then the kernel's output ones");
+  if (!elided_ && free_.empty()) throw_unsupported_einsum(equation_, "the first input letter must be the batch axis");
   const size_t want = out.size() - (elided_ ? 0 : 1);
   if (output_shape_.size() != want) {
     throw_error<ValueError>(
         "EinsumDense: expected output_shape with {} dims for equation '{}' (the output '{}'{}). Received: "
         "output_shape={}",
-        want, equation_, out, elided_ ? " after '...'" : " without its batch axis", dims_string(output_shape_));
+        want, equation_, out, elided_ ? " after '...'" : " without its batch axis", einsum_dims_string(output_shape_));
   }
   for (size_t i = 0; i < out_.size(); ++i) {
     if (output_shape_[want - out_.size() + i] <= 0) {
       throw_error<ValueError>("EinsumDense: output_shape must give the size of kernel letter '{}' for equation '{}'. "
                               "Received: output_shape={}",
-                              out_[i], equation_, dims_string(output_shape_));
+                              out_[i], equation_, einsum_dims_string(output_shape_));
     }
   }
   for (char c : options_.bias_axes) {
-    if (!has(out, c)) {
+    if (!einsum_has(out, c)) {
       throw_error<ValueError>("EinsumDense: bias dimension '{}' was requested, but is not part of the output spec "
                               "'{}'. Received: bias_axes='{}'",
                               c, out, options_.bias_axes);
@@ -127,7 +127,7 @@ void EinsumDense::build(const Tree& inputs) {
     if (given >= 0 && given != have) {
       throw_error<ShapeError>("{}: input shape and output shape do not match at shared dimension '{}': input {} has "
                               "{}, output_shape {} has {}",
-                              name(), free_[i], x.shape().to_string(), have, dims_string(output_shape_), given);
+                              name(), free_[i], x.shape().to_string(), have, einsum_dims_string(output_shape_), given);
     }
   }
   contracted_dims_.clear();
@@ -151,7 +151,7 @@ void EinsumDense::build(const Tree& inputs) {
   for (char c : options_.bias_axes) first = std::min(first, out.find(c));
   std::vector<int64_t> bias_shape;
   for (size_t i = first; i < out.size(); ++i) {
-    if (!has(options_.bias_axes, out[i])) {
+    if (!einsum_has(options_.bias_axes, out[i])) {
       bias_shape.push_back(1);
     } else if (i < free_.size()) {
       bias_shape.push_back(x.dim(lead + static_cast<int>(i)));
@@ -170,11 +170,11 @@ Tree EinsumDense::call(const Tree& inputs, bool /*training*/) {
   const std::vector<int64_t> got(input.shape().begin() + contracted_at, input.shape().end());
   if (got != contracted_dims_) {
     throw_error<ShapeError>("{}: expected inputs ending in {} (letters '{}' of equation '{}'), got shape {}", name(),
-                            dims_string(contracted_dims_), contracted_, equation_, input.shape().to_string());
+                            einsum_dims_string(contracted_dims_), contracted_, equation_, input.shape().to_string());
   }
   const Tensor x = input.dtype() == kernel_.dtype() ? input : ops::cast(input, kernel_.dtype());
   // x: (lead..., C) @ kernel: (C, O) -> (lead..., O) -> (lead..., out...)
-  const int64_t c = product(contracted_dims_), o = product(out_dims_);
+  const int64_t c = einsum_product(contracted_dims_), o = einsum_product(out_dims_);
   std::vector<int64_t> x2 = lead;
   x2.push_back(c);
   const Tensor xm = contracted_dims_.size() == 1 ? x : ops::reshape(x, x2);

@@ -17,11 +17,11 @@ namespace chorus::layers {
 namespace {
 
 // Keras's _build_proj_equation: "abc,cde->abde" for free_dims 2, bound 1, output 2.
-struct Projection {
+struct AttentionProjection {
   std::string equation, bias_axes;
 };
 
-Projection projection(int free_dims, int bound_dims, int output_dims) {
+AttentionProjection attention_projection(int free_dims, int bound_dims, int output_dims) {
   std::string in, kernel, out, bias;
   char c = 'a';
   for (int i = 0; i < free_dims; ++i, ++c) {
@@ -40,7 +40,7 @@ Projection projection(int free_dims, int bound_dims, int output_dims) {
   return {in + "," + kernel + "->" + out, bias};
 }
 
-std::string dims_string(const std::vector<int64_t>& dims) {
+std::string attention_dims_string(const std::vector<int64_t>& dims) {
   std::string out = "(";
   for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
   return out + (dims.size() == 1 ? ",)" : ")");
@@ -48,10 +48,10 @@ std::string dims_string(const std::vector<int64_t>& dims) {
 
 // A handle on `t` outside any functional graph: sublayers called from call() on a
 // symbolic input would otherwise record nodes of their own.
-Tensor plain(const Tensor& t) { return t.defined() && is_symbolic(t) ? t.view(t.shape()) : t; }
+Tensor off_graph_attention_input(const Tensor& t) { return t.defined() && is_symbolic(t) ? t.view(t.shape()) : t; }
 
 // How projected tensors (B, <query axes>, N, D) fold to (B', T', N, D) and back.
-struct Fold {
+struct AttentionFold {
   std::vector<int> batch_axes, attended;  // axes of the unprojected input, batch first
   bool identity() const { return attended.size() == 1 && batch_axes.size() == 1; }
 
@@ -108,7 +108,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t key_dim, Multi
   for (int64_t d : options_.output_shape) {
     if (d <= 0) {
       throw_error<ValueError>("MultiHeadAttention: expected output_shape dims > 0. Received: output_shape={}",
-                              dims_string(options_.output_shape));
+                              attention_dims_string(options_.output_shape));
     }
   }
 }
@@ -194,7 +194,7 @@ void MultiHeadAttention::build(const Tree& inputs) {
   };
   std::vector<int64_t> head_shape(static_cast<size_t>(r - 2), -1);
   head_shape.push_back(num_heads_);
-  const Projection in_proj = projection(r - 1, 1, 2);
+  const AttentionProjection in_proj = attention_projection(r - 1, 1, 2);
   std::vector<int64_t> qk_shape = head_shape, v_shape = head_shape;
   qk_shape.push_back(key_dim_);
   v_shape.push_back(value_dim());
@@ -207,7 +207,7 @@ void MultiHeadAttention::build(const Tree& inputs) {
   dropout_ = add<Dropout>(options_.dropout, DropoutOptions{.seed = options_.seed, .name = "dropout"});
   const std::vector<int64_t> out_dims =
       options_.output_shape.empty() ? std::vector<int64_t>{qs[r - 1]} : options_.output_shape;
-  const Projection out_proj = projection(r - 1, 2, static_cast<int>(out_dims.size()));
+  const AttentionProjection out_proj = attention_projection(r - 1, 2, static_cast<int>(out_dims.size()));
   std::vector<int64_t> out_shape(static_cast<size_t>(r - 2), -1);
   out_shape.insert(out_shape.end(), out_dims.begin(), out_dims.end());
   output_ = add<EinsumDense>(out_proj.equation, out_shape, sublayer_options("attention_output", out_proj.bias_axes));
@@ -218,10 +218,10 @@ void MultiHeadAttention::build(const Tree& inputs) {
 }
 
 Tree MultiHeadAttention::attend(const Inputs& in, bool training, bool return_scores) {
-  const Tensor query = plain(in.query), value = plain(in.value), key = plain(in.key);
+  const Tensor query = off_graph_attention_input(in.query), value = off_graph_attention_input(in.value), key = off_graph_attention_input(in.key);
   const int r = query.rank();
   const std::vector<int> attended = resolved_axes(r);
-  Fold fold;
+  AttentionFold fold;
   for (int a = 0; a <= r - 2; ++a) {
     if (!std::binary_search(attended.begin(), attended.end(), a)) fold.batch_axes.push_back(a);
   }
@@ -249,7 +249,7 @@ Tree MultiHeadAttention::attend(const Inputs& in, bool training, bool return_sco
   if (in.attention_mask.defined()) {
     // Keras: the mask gains axes just before the attended ones (the heads' axis first)
     // until it has the scores' rank, then broadcasts; nonzero attends.
-    Tensor mask = plain(in.attention_mask);
+    Tensor mask = off_graph_attention_input(in.attention_mask);
     const int expand_at = -2 * static_cast<int>(attended.size()) - 1;
     const int rank = static_cast<int>(scores_shape.size());
     bool ok = mask.rank() <= rank;
@@ -259,7 +259,7 @@ Tree MultiHeadAttention::attend(const Inputs& in, bool training, bool return_sco
       throw_error<ShapeError>(
           "{}: attention_mask of shape {} does not broadcast to the attention scores {} (the heads' axis inserted "
           "before the query's)",
-          name(), in.attention_mask.shape().to_string(), dims_string(scores_shape));
+          name(), in.attention_mask.shape().to_string(), attention_dims_string(scores_shape));
     }
     mask = ops::cast(mask, kBool);
     if (!fold.identity()) {

@@ -13,7 +13,7 @@ namespace chorus::layers {
 namespace {
 
 // A handle on `t` outside any functional graph (see multi_head_attention.cc).
-Tensor plain(const Tensor& t) { return t.defined() && is_symbolic(t) ? t.view(t.shape()) : t; }
+Tensor off_graph_encoder_input(const Tensor& t) { return t.defined() && is_symbolic(t) ? t.view(t.shape()) : t; }
 
 }  // namespace
 
@@ -113,7 +113,7 @@ Tensor TransformerEncoder::merged_mask(const Inputs& in) const {
       throw_error<ShapeError>("{}: expected padding_mask of shape (batch, sequence) = ({}, {}) for inputs {}, got {}",
                               name(), s[0], s[1], s.to_string(), p.shape().to_string());
     }
-    mask = ops::expand_dims(ops::cast(plain(p), kInt32), 1);  // (B, 1, T)
+    mask = ops::expand_dims(ops::cast(off_graph_encoder_input(p), kInt32), 1);  // (B, 1, T)
   }
   if (in.attention_mask.defined()) {
     const Tensor& a = in.attention_mask;
@@ -122,14 +122,14 @@ Tensor TransformerEncoder::merged_mask(const Inputs& in) const {
           "{}: expected attention_mask of shape (batch, sequence, sequence) = ({}, {}, {}) for inputs {}, got {}",
           name(), s[0], s[1], s[1], s.to_string(), a.shape().to_string());
     }
-    const Tensor am = ops::cast(plain(a), kInt32);
+    const Tensor am = ops::cast(off_graph_encoder_input(a), kInt32);
     mask = mask.defined() ? ops::minimum(mask, am) : am;
   }
   return mask;
 }
 
 Tree TransformerEncoder::encode(const Inputs& in, bool training, bool return_scores) {
-  const Tensor input = plain(in.x);
+  const Tensor input = off_graph_encoder_input(in.x);
   if (input.rank() != 3 || input.dim(2) != output_->units()) {
     throw_error<ShapeError>("{}: expected inputs of shape (batch, sequence, {}), got {}", name(), output_->units(),
                             input.shape().to_string());

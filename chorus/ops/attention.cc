@@ -26,28 +26,28 @@ namespace {
 
 using internal::from_float32;
 using internal::to_float32;
-using Dims = std::array<int64_t, 4>;
+using AttentionDims = std::array<int64_t, 4>;
 
-struct Sizes {
+struct AttentionSizes {
   int64_t b = 0, n = 0, t = 0, s = 0, dk = 0, dv = 0;
   Shape scores() const { return Shape{b, n, t, s}; }
 };
 
 // A (B, X, N, D) buffer read as per-head matrices (B, N, X, D), or transposed (B, N, D, X).
-Dims heads(int64_t x, int64_t n, int64_t d) { return {x * n * d, d, n * d, 1}; }
-Dims heads_t(int64_t x, int64_t n, int64_t d) { return {x * n * d, d, 1, n * d}; }
+AttentionDims heads_layout(int64_t x, int64_t n, int64_t d) { return {x * n * d, d, n * d, 1}; }
+AttentionDims heads_layout_t(int64_t x, int64_t n, int64_t d) { return {x * n * d, d, 1, n * d}; }
 // A contiguous (B, N, X, Y) buffer, or read transposed as (B, N, Y, X).
-Dims rows(int64_t n, int64_t x, int64_t y) { return {n * x * y, x * y, y, 1}; }
-Dims rows_t(int64_t n, int64_t x, int64_t y) { return {n * x * y, x * y, 1, y}; }
+AttentionDims rows_layout(int64_t n, int64_t x, int64_t y) { return {n * x * y, x * y, y, 1}; }
+AttentionDims rows_layout_t(int64_t n, int64_t x, int64_t y) { return {n * x * y, x * y, 1, y}; }
 
-struct Operand {
-  Dims dims, strides;
+struct AttentionOperand {
+  AttentionDims dims, strides;
   const float* data;
 };
 
 // c = a @ b over the (B, N) batch, c read through `c_strides` and filling all of `out`.
 // An empty inner dimension gives zeros.
-void batched_matmul(const Operand& a, const Operand& b, const Dims& c_dims, const Dims& c_strides, Tensor& out) {
+void attention_matmul(const AttentionOperand& a, const AttentionOperand& b, const AttentionDims& c_dims, const AttentionDims& c_strides, Tensor& out) {
   if (out.numel() == 0) return;
   if (a.dims[3] == 0) {
     out.copy_from(zeros(out.shape()));
@@ -67,7 +67,7 @@ void batched_matmul(const Operand& a, const Operand& b, const Dims& c_dims, cons
   backend::cpu::matmul(p, a.data, b.data, out.data<float>());
 }
 
-void check_dtypes(const Tensor& q, const Tensor& k, const Tensor& v) {
+void check_attention_dtypes(const Tensor& q, const Tensor& k, const Tensor& v) {
   for (const Tensor* t : {&q, &k, &v}) {
     if (t->dtype() != kFloat32 && t->dtype() != kBFloat16) {
       throw_error<DTypeError>("dot_product_attention: expected float32 or bfloat16 query, key and value, got {}",
@@ -80,7 +80,7 @@ void check_dtypes(const Tensor& q, const Tensor& k, const Tensor& v) {
   }
 }
 
-Sizes check_shapes(const Tensor& q, const Tensor& k, const Tensor& v) {
+AttentionSizes check_attention_shapes(const Tensor& q, const Tensor& k, const Tensor& v) {
   const std::string shapes = fmt::format("query {}, key {}, value {}", q.shape().to_string(), k.shape().to_string(),
                                          v.shape().to_string());
   if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
@@ -104,13 +104,13 @@ Sizes check_shapes(const Tensor& q, const Tensor& k, const Tensor& v) {
 }
 
 // The keep-mask as float32 with strides over (B, N, T, S); stride 0 broadcasts.
-struct Mask {
+struct AttentionMask {
   Tensor values;
   std::array<int64_t, 4> strides{};
 };
 
-Mask resolve_mask(const Tensor& mask, const Sizes& z) {
-  Mask m;
+AttentionMask resolve_attention_mask(const Tensor& mask, const AttentionSizes& z) {
+  AttentionMask m;
   if (!mask.defined()) return m;
   const Shape target = z.scores();
   const int r = mask.rank();
@@ -132,7 +132,7 @@ Mask resolve_mask(const Tensor& mask, const Sizes& z) {
   return m;
 }
 
-Tensor resolve_dropout(const Tensor& dropout, const Sizes& z) {
+Tensor resolve_attention_dropout(const Tensor& dropout, const AttentionSizes& z) {
   if (!dropout.defined()) return dropout;
   if (dropout.shape() != z.scores()) {
     throw_error<ShapeError>("dot_product_attention: dropout_mask of shape {} differs from the scores {}",
@@ -142,7 +142,7 @@ Tensor resolve_dropout(const Tensor& dropout, const Sizes& z) {
   return to_float32(dropout);
 }
 
-backend::cpu::AttentionRows row_pass(const Sizes& z, float scale, const Mask& mask, const Tensor& dropout) {
+backend::cpu::AttentionRows attention_row_pass(const AttentionSizes& z, float scale, const AttentionMask& mask, const Tensor& dropout) {
   backend::cpu::AttentionRows r;
   r.batch = z.b;
   r.heads = z.n;
@@ -158,17 +158,17 @@ backend::cpu::AttentionRows row_pass(const Sizes& z, float scale, const Mask& ma
 }
 
 // Everything backward needs, in float32.
-struct Saved {
-  Sizes z;
+struct AttentionSaved {
+  AttentionSizes z;
   float scale;
   Tensor q, k, v, probabilities, dropout;
-  Mask mask;
+  AttentionMask mask;
   bool need_q, need_k, need_v;
   DType dtype;
 };
 
-std::vector<Tensor> backward(const Saved& sv, std::span<const Tensor> g) {
-  const Sizes& z = sv.z;
+std::vector<Tensor> attention_backward(const AttentionSaved& sv, std::span<const Tensor> g) {
+  const AttentionSizes& z = sv.z;
   const Tensor go = g[0].defined() ? to_float32(g[0]) : zeros({z.b, z.t, z.n, z.dv});  // dO (B, T, N, Dv)
   const Tensor gp = g[1].defined() ? to_float32(g[1]) : Tensor();                      // (B, N, T, S)
   std::vector<Tensor> grads(3);
@@ -176,36 +176,36 @@ std::vector<Tensor> backward(const Saved& sv, std::span<const Tensor> g) {
     // dV (B, S, N, Dv) = P'^T (B, N, S, T) @ dO (B, N, T, Dv)
     const Tensor pd = sv.dropout.defined() ? multiply(sv.probabilities, sv.dropout) : sv.probabilities;
     Tensor dv = Tensor::empty({z.b, z.s, z.n, z.dv});
-    batched_matmul({{z.b, z.n, z.s, z.t}, rows_t(z.n, z.t, z.s), pd.data<float>()},
-                   {{z.b, z.n, z.t, z.dv}, heads(z.t, z.n, z.dv), go.data<float>()}, {z.b, z.n, z.s, z.dv},
-                   heads(z.s, z.n, z.dv), dv);
+    attention_matmul({{z.b, z.n, z.s, z.t}, rows_layout_t(z.n, z.t, z.s), pd.data<float>()},
+                   {{z.b, z.n, z.t, z.dv}, heads_layout(z.t, z.n, z.dv), go.data<float>()}, {z.b, z.n, z.s, z.dv},
+                   heads_layout(z.s, z.n, z.dv), dv);
     grads[2] = from_float32(dv, sv.dtype);
   }
   if (!sv.need_q && !sv.need_k) return grads;
   // dS (B, N, T, S): dP' = dO (B, N, T, Dv) @ V^T (B, N, Dv, S), then the row pass.
   Tensor ds = Tensor::empty(z.scores());
-  batched_matmul({{z.b, z.n, z.t, z.dv}, heads(z.t, z.n, z.dv), go.data<float>()},
-                 {{z.b, z.n, z.dv, z.s}, heads_t(z.s, z.n, z.dv), sv.v.data<float>()}, {z.b, z.n, z.t, z.s},
-                 rows(z.n, z.t, z.s), ds);
+  attention_matmul({{z.b, z.n, z.t, z.dv}, heads_layout(z.t, z.n, z.dv), go.data<float>()},
+                 {{z.b, z.n, z.dv, z.s}, heads_layout_t(z.s, z.n, z.dv), sv.v.data<float>()}, {z.b, z.n, z.t, z.s},
+                 rows_layout(z.n, z.t, z.s), ds);
   if (ds.numel() > 0) {
-    backend::cpu::attention_softmax_backward(row_pass(z, sv.scale, sv.mask, sv.dropout),
+    backend::cpu::attention_softmax_backward(attention_row_pass(z, sv.scale, sv.mask, sv.dropout),
                                              sv.probabilities.data<float>(),
                                              gp.defined() ? gp.data<float>() : nullptr, ds.data<float>());
   }
   if (sv.need_q) {
     // dQ (B, T, N, Dk) = dS (B, N, T, S) @ K (B, N, S, Dk)
     Tensor dq = Tensor::empty({z.b, z.t, z.n, z.dk});
-    batched_matmul({{z.b, z.n, z.t, z.s}, rows(z.n, z.t, z.s), ds.data<float>()},
-                   {{z.b, z.n, z.s, z.dk}, heads(z.s, z.n, z.dk), sv.k.data<float>()}, {z.b, z.n, z.t, z.dk},
-                   heads(z.t, z.n, z.dk), dq);
+    attention_matmul({{z.b, z.n, z.t, z.s}, rows_layout(z.n, z.t, z.s), ds.data<float>()},
+                   {{z.b, z.n, z.s, z.dk}, heads_layout(z.s, z.n, z.dk), sv.k.data<float>()}, {z.b, z.n, z.t, z.dk},
+                   heads_layout(z.t, z.n, z.dk), dq);
     grads[0] = from_float32(dq, sv.dtype);
   }
   if (sv.need_k) {
     // dK (B, S, N, Dk) = dS^T (B, N, S, T) @ Q (B, N, T, Dk)
     Tensor dk = Tensor::empty({z.b, z.s, z.n, z.dk});
-    batched_matmul({{z.b, z.n, z.s, z.t}, rows_t(z.n, z.t, z.s), ds.data<float>()},
-                   {{z.b, z.n, z.t, z.dk}, heads(z.t, z.n, z.dk), sv.q.data<float>()}, {z.b, z.n, z.s, z.dk},
-                   heads(z.s, z.n, z.dk), dk);
+    attention_matmul({{z.b, z.n, z.s, z.t}, rows_layout_t(z.n, z.t, z.s), ds.data<float>()},
+                   {{z.b, z.n, z.t, z.dk}, heads_layout(z.t, z.n, z.dk), sv.q.data<float>()}, {z.b, z.n, z.s, z.dk},
+                   heads_layout(z.s, z.n, z.dk), dk);
     grads[1] = from_float32(dk, sv.dtype);
   }
   return grads;
@@ -215,35 +215,35 @@ std::vector<Tensor> backward(const Saved& sv, std::span<const Tensor> g) {
 
 AttentionOutputs dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                        const AttentionOptions& options) {
-  check_dtypes(query, key, value);
-  const Sizes z = check_shapes(query, key, value);
+  check_attention_dtypes(query, key, value);
+  const AttentionSizes z = check_attention_shapes(query, key, value);
   const float scale =
       static_cast<float>(options.scale != 0 ? options.scale : 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(z.dk, 1))));
-  const Mask mask = resolve_mask(options.mask, z);
-  const Tensor dropout = resolve_dropout(options.dropout_mask, z);
+  const AttentionMask mask = resolve_attention_mask(options.mask, z);
+  const Tensor dropout = resolve_attention_dropout(options.dropout_mask, z);
   const Tensor q = to_float32(query), k = to_float32(key), v = to_float32(value);
 
   // P (B, N, T, S) = softmax(mask(Q (B, N, T, Dk) @ K^T (B, N, Dk, S) * scale))
   Tensor probabilities = Tensor::empty(z.scores());
-  batched_matmul({{z.b, z.n, z.t, z.dk}, heads(z.t, z.n, z.dk), q.data<float>()},
-                 {{z.b, z.n, z.dk, z.s}, heads_t(z.s, z.n, z.dk), k.data<float>()}, {z.b, z.n, z.t, z.s},
-                 rows(z.n, z.t, z.s), probabilities);
+  attention_matmul({{z.b, z.n, z.t, z.dk}, heads_layout(z.t, z.n, z.dk), q.data<float>()},
+                 {{z.b, z.n, z.dk, z.s}, heads_layout_t(z.s, z.n, z.dk), k.data<float>()}, {z.b, z.n, z.t, z.s},
+                 rows_layout(z.n, z.t, z.s), probabilities);
   Tensor dropped = dropout.defined() ? Tensor::empty(z.scores()) : probabilities;
   if (probabilities.numel() > 0) {
-    backend::cpu::attention_softmax_forward(row_pass(z, scale, mask, dropout), probabilities.data<float>(),
+    backend::cpu::attention_softmax_forward(attention_row_pass(z, scale, mask, dropout), probabilities.data<float>(),
                                             dropout.defined() ? dropped.data<float>() : nullptr);
   }
   // O (B, T, N, Dv) = P' (B, N, T, S) @ V (B, N, S, Dv)
   Tensor output = Tensor::empty({z.b, z.t, z.n, z.dv});
-  batched_matmul({{z.b, z.n, z.t, z.s}, rows(z.n, z.t, z.s), dropped.data<float>()},
-                 {{z.b, z.n, z.s, z.dv}, heads(z.s, z.n, z.dv), v.data<float>()}, {z.b, z.n, z.t, z.dv},
-                 heads(z.t, z.n, z.dv), output);
+  attention_matmul({{z.b, z.n, z.t, z.s}, rows_layout(z.n, z.t, z.s), dropped.data<float>()},
+                 {{z.b, z.n, z.s, z.dv}, heads_layout(z.s, z.n, z.dv), v.data<float>()}, {z.b, z.n, z.t, z.dv},
+                 heads_layout(z.t, z.n, z.dv), output);
 
   AttentionOutputs out{from_float32(output, query.dtype()), from_float32(probabilities, query.dtype())};
   autograd::record("dot_product_attention", {query, key, value}, {out.output, out.probabilities}, [&] {
-    Saved sv{z,    scale, q, k, v, probabilities, dropout, mask, autograd::needs_gradient(query),
+    AttentionSaved sv{z,    scale, q, k, v, probabilities, dropout, mask, autograd::needs_gradient(query),
              autograd::needs_gradient(key), autograd::needs_gradient(value), query.dtype()};
-    return [sv = std::move(sv)](std::span<const Tensor> g) { return backward(sv, g); };
+    return [sv = std::move(sv)](std::span<const Tensor> g) { return attention_backward(sv, g); };
   });
   return out;
 }
