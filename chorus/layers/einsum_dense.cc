@@ -50,7 +50,9 @@ EinsumDense::EinsumDense(std::string equation, std::vector<int64_t> output_shape
         "EinsumDense: invalid equation '{}': expected '[X],[Y]->[Z]' or '...[X],[Y]->...[Z]'. {}", equation_,
         kEinsumSupported);
   }
-  if (m[1].matched != m[4].matched) throw_unsupported_einsum(equation_, "'...' must lead both the input and the output");
+  if (m[1].matched != m[4].matched) {
+    throw_unsupported_einsum(equation_, "'...' must lead both the input and the output");
+  }
   elided_ = m[1].matched;
   const std::string in = m[2], kernel = m[3], out = m[5];
   for (const std::string* spec : {&in, &kernel, &out}) {
@@ -68,19 +70,27 @@ EinsumDense::EinsumDense(std::string equation, std::vector<int64_t> output_shape
     }
   }
   for (char c : in) {
-    if (einsum_has(out, c) && einsum_has(kernel, c)) throw_unsupported_einsum(equation_, fmt::format("letter '{}' is in all three specs", c));
-    if (!einsum_has(out, c) && !einsum_has(kernel, c)) throw_unsupported_einsum(equation_, fmt::format("input letter '{}' is summed away", c));
+    if (einsum_has(out, c) && einsum_has(kernel, c)) {
+      throw_unsupported_einsum(equation_, fmt::format("letter '{}' is in all three specs", c));
+    }
+    if (!einsum_has(out, c) && !einsum_has(kernel, c)) {
+      throw_unsupported_einsum(equation_, fmt::format("input letter '{}' is summed away", c));
+    }
     (einsum_has(out, c) ? free_ : contracted_) += c;
   }
   for (char c : kernel) {
     if (!einsum_has(in, c)) out_ += c;
   }
   if (contracted_.empty()) throw_unsupported_einsum(equation_, "no letter is contracted");
-  if (in != free_ + contracted_) throw_unsupported_einsum(equation_, "the input must be its free letters, then the contracted ones");
+  if (in != free_ + contracted_) {
+    throw_unsupported_einsum(equation_, "the input must be its free letters, then the contracted ones");
+  }
   if (kernel != contracted_ + out_) {
     throw_unsupported_einsum(equation_, "the kernel must be the contracted letters, then the output ones");
   }
-  if (out != free_ + out_) throw_unsupported_einsum(equation_, "the output must be the free letters, then the kernel's output ones");
+  if (out != free_ + out_) {
+    throw_unsupported_einsum(equation_, "the output must be the free letters, then the kernel's output ones");
+  }
   if (!elided_ && free_.empty()) throw_unsupported_einsum(equation_, "the first input letter must be the batch axis");
   const size_t want = out.size() - (elided_ ? 0 : 1);
   if (output_shape_.size() != want) {
@@ -219,7 +229,9 @@ std::shared_ptr<EinsumDense> EinsumDense::from_config(const nlohmann::json& conf
   if (config.contains("kernel_initializer")) {
     options.kernel_initializer = Initializer::from_config(config["kernel_initializer"]);
   }
-  if (config.contains("bias_initializer")) options.bias_initializer = Initializer::from_config(config["bias_initializer"]);
+  if (config.contains("bias_initializer")) {
+    options.bias_initializer = Initializer::from_config(config["bias_initializer"]);
+  }
   options.name = detail::config_name(config);
   auto layer = std::make_shared<EinsumDense>(equation, std::move(output_shape), std::move(options));
   detail::apply_base_config(*layer, config);

@@ -88,7 +88,10 @@ struct AttentionFold {
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t key_dim, MultiHeadAttentionOptions options)
-    : Layer("MultiHeadAttention", options.name), num_heads_(num_heads), key_dim_(key_dim), options_(std::move(options)) {
+    : Layer("MultiHeadAttention", options.name),
+      num_heads_(num_heads),
+      key_dim_(key_dim),
+      options_(std::move(options)) {
   if (num_heads <= 0) {
     throw_error<ValueError>(
         "MultiHeadAttention: expected a positive integer for num_heads. Received: num_heads={}", num_heads);
@@ -218,7 +221,8 @@ void MultiHeadAttention::build(const Tree& inputs) {
 }
 
 Tree MultiHeadAttention::attend(const Inputs& in, bool training, bool return_scores) {
-  const Tensor query = off_graph_attention_input(in.query), value = off_graph_attention_input(in.value), key = off_graph_attention_input(in.key);
+  const Tensor query = off_graph_attention_input(in.query), value = off_graph_attention_input(in.value),
+               key = off_graph_attention_input(in.key);
   const int r = query.rank();
   const std::vector<int> attended = resolved_axes(r);
   AttentionFold fold;
@@ -333,7 +337,9 @@ std::shared_ptr<MultiHeadAttention> MultiHeadAttention::from_config(const nlohma
   if (config.contains("kernel_initializer")) {
     options.kernel_initializer = Initializer::from_config(config["kernel_initializer"]);
   }
-  if (config.contains("bias_initializer")) options.bias_initializer = Initializer::from_config(config["bias_initializer"]);
+  if (config.contains("bias_initializer")) {
+    options.bias_initializer = Initializer::from_config(config["bias_initializer"]);
+  }
   if (auto it = config.find("seed"); it != config.end() && !it->is_null()) options.seed = it->get<uint64_t>();
   options.name = detail::config_name(config);
   auto layer = std::make_shared<MultiHeadAttention>(detail::config_value<int64_t>(config, kClass, "num_heads", 0),

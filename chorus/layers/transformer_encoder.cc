@@ -138,8 +138,9 @@ Tree TransformerEncoder::encode(const Inputs& in, bool training, bool return_sco
   const bool first = options_.normalize_first;
   // Self-attention block.
   Tensor x = first ? (*attention_norm_)(input) : input;
-  Tree attended = (*attention_)(x, x,
-                                {.attention_mask = mask, .return_attention_scores = return_scores, .training = training});
+  const MultiHeadAttentionCall args{
+      .attention_mask = mask, .return_attention_scores = return_scores, .training = training};
+  Tree attended = (*attention_)(x, x, args);
   x = return_scores ? attended[0].tensor() : attended.tensor();
   x = (*attention_dropout_)(x, training) + input;
   if (!first) x = (*attention_norm_)(x);
@@ -192,7 +193,9 @@ std::shared_ptr<TransformerEncoder> TransformerEncoder::from_config(const nlohma
   if (config.contains("kernel_initializer")) {
     options.kernel_initializer = Initializer::from_config(config["kernel_initializer"]);
   }
-  if (config.contains("bias_initializer")) options.bias_initializer = Initializer::from_config(config["bias_initializer"]);
+  if (config.contains("bias_initializer")) {
+    options.bias_initializer = Initializer::from_config(config["bias_initializer"]);
+  }
   options.normalize_first = detail::config_value<bool>(config, kClass, "normalize_first", false);
   options.name = detail::config_name(config);
   auto layer = std::make_shared<TransformerEncoder>(detail::config_value<int64_t>(config, kClass, "intermediate_dim", 0),

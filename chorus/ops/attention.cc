@@ -47,7 +47,8 @@ struct AttentionOperand {
 
 // c = a @ b over the (B, N) batch, c read through `c_strides` and filling all of `out`.
 // An empty inner dimension gives zeros.
-void attention_matmul(const AttentionOperand& a, const AttentionOperand& b, const AttentionDims& c_dims, const AttentionDims& c_strides, Tensor& out) {
+void attention_matmul(const AttentionOperand& a, const AttentionOperand& b, const AttentionDims& c_dims,
+                      const AttentionDims& c_strides, Tensor& out) {
   if (out.numel() == 0) return;
   if (a.dims[3] == 0) {
     out.copy_from(zeros(out.shape()));
@@ -142,7 +143,8 @@ Tensor resolve_attention_dropout(const Tensor& dropout, const AttentionSizes& z)
   return to_float32(dropout);
 }
 
-backend::cpu::AttentionRows attention_row_pass(const AttentionSizes& z, float scale, const AttentionMask& mask, const Tensor& dropout) {
+backend::cpu::AttentionRows attention_row_pass(const AttentionSizes& z, float scale, const AttentionMask& mask,
+                                               const Tensor& dropout) {
   backend::cpu::AttentionRows r;
   r.batch = z.b;
   r.heads = z.n;
@@ -218,7 +220,8 @@ AttentionOutputs dot_product_attention(const Tensor& query, const Tensor& key, c
   check_attention_dtypes(query, key, value);
   const AttentionSizes z = check_attention_shapes(query, key, value);
   const float scale =
-      static_cast<float>(options.scale != 0 ? options.scale : 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(z.dk, 1))));
+      static_cast<float>(options.scale != 0 ? options.scale
+                                            : 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(z.dk, 1))));
   const AttentionMask mask = resolve_attention_mask(options.mask, z);
   const Tensor dropout = resolve_attention_dropout(options.dropout_mask, z);
   const Tensor q = to_float32(query), k = to_float32(key), v = to_float32(value);

@@ -35,7 +35,8 @@ const float* attention_mask_row(const AttentionRows& r, int64_t b, int64_t n, in
 template <class Fn>
 void parallel_attention_rows(const AttentionRows& r, Fn&& fn) {
   const int64_t rows = r.batch * r.heads * r.queries;
-  parallel_for(rows, std::max<int64_t>(1, kAttentionGrain / r.keys), [&](int64_t begin, int64_t end) { fn(begin, end); });
+  const int64_t grain = std::max<int64_t>(1, kAttentionGrain / r.keys);
+  parallel_for(rows, grain, [&](int64_t begin, int64_t end) { fn(begin, end); });
 }
 
 }  // namespace
