@@ -83,13 +83,7 @@ Shape Dropout::mask_shape(const Shape& input) const {
   return shape;
 }
 
-Tree Dropout::call(const Tree& inputs, bool training) {
-  const Tensor& x = detail::single_input(inputs, name());
-  const Shape shape = mask_shape(x.shape());
-  if (!training || rate_ == 0) return detail::identity(x);
-  if (!is_floating(x.dtype())) {
-    throw_error<DTypeError>("{}: expected floating inputs, got {}", name(), dtype_name(x.dtype()));
-  }
+Tensor Dropout::draw_mask(const Shape& shape, DType dtype) {
   // In a data-parallel step every replica draws from one stream for the step and takes
   // the rows of its slice, so the masks do not depend on how the batch is split.
   uint64_t key;
@@ -102,13 +96,23 @@ Tree Dropout::call(const Tree& inputs, bool training) {
   } else {
     key = generator_.fork(calls_.fetch_add(1)).key();
   }
-  Tensor mask = Tensor::empty(shape, x.dtype());
-  if (x.dtype() == kFloat32) {
+  Tensor mask = Tensor::empty(shape, dtype);
+  if (dtype == kFloat32) {
     fill_mask(mask.data<float>(), mask.numel(), key, rate_, first);
   } else {
     fill_mask(mask.data<bfloat16>(), mask.numel(), key, rate_, first);
   }
-  return x * mask;
+  return mask;
+}
+
+Tree Dropout::call(const Tree& inputs, bool training) {
+  const Tensor& x = detail::single_input(inputs, name());
+  const Shape shape = mask_shape(x.shape());
+  if (!training || rate_ == 0) return detail::identity(x);
+  if (!is_floating(x.dtype())) {
+    throw_error<DTypeError>("{}: expected floating inputs, got {}", name(), dtype_name(x.dtype()));
+  }
+  return x * draw_mask(shape, x.dtype());
 }
 
 nlohmann::json Dropout::get_config() const {

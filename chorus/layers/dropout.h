@@ -43,6 +43,13 @@ class Dropout : public Layer {
   uint64_t call_count() const { return calls_.load(); }
   void set_call_count(uint64_t count) { calls_.store(count); }
 
+  // The multipliers a training call on floating inputs of `shape` applies (0 with
+  // probability rate, else 1 / (1 - rate)), drawn as call() draws them: the next mask of
+  // this layer's sequence, or this replica's slice of the step's mask. For layers that
+  // apply dropout inside a fused op (MultiHeadAttention). noise_shape is not applied.
+  // Safe to call from several threads. REQUIRES: dtype float32 or bfloat16.
+  Tensor draw_mask(const Shape& shape, DType dtype = kFloat32);
+
   nlohmann::json get_config() const override;
   static std::shared_ptr<Dropout> from_config(const nlohmann::json& config);
   std::shared_ptr<Layer> move_to_heap() && override { return std::make_shared<Dropout>(std::move(*this)); }

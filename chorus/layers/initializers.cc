@@ -13,6 +13,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
 #include "chorus/core/creation.h"
@@ -33,14 +34,24 @@ SeedStream& seed_stream() {
   return stream;
 }
 
+// input_axes and output_axes of a kernel (Keras 3's VarianceScaling arguments).
+using FanAxes = std::pair<std::vector<int>, std::vector<int>>;
+
 nlohmann::json seed_json(std::optional<uint64_t> seed) {
   return seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);
 }
 
-// Keras's compute_fans: the last two dims of a kernel, times the receptive field (the
+// Keras's compute_fans: the products of the dims on input_axes and output_axes when
+// both are given; else the last two dims of a kernel, times the receptive field (the
 // product of the leading dims) for higher ranks; a vector is its own fan in and out.
-std::pair<double, double> compute_fans(const Shape& shape) {
+std::pair<double, double> compute_fans(const Shape& shape, const std::optional<FanAxes>& axes) {
   const int r = shape.rank();
+  if (axes) {
+    double fan_in = 1, fan_out = 1;
+    for (int a : axes->first) fan_in *= static_cast<double>(shape.dim(a));
+    for (int a : axes->second) fan_out *= static_cast<double>(shape.dim(a));
+    return {fan_in, fan_out};
+  }
   if (r == 0) return {1.0, 1.0};
   if (r == 1) return {static_cast<double>(shape[0]), static_cast<double>(shape[0])};
   double receptive_field = 1;
@@ -48,43 +59,105 @@ std::pair<double, double> compute_fans(const Shape& shape) {
   return {static_cast<double>(shape[r - 2]) * receptive_field, static_cast<double>(shape[r - 1]) * receptive_field};
 }
 
-// Keras's VarianceScaling. `class_name` is the subclass name it is serialised under
-// (GlorotUniform, HeNormal, ...); the subclasses serialise only their seed.
-Initializer variance_scaling(std::string class_name, double scale, std::string mode, std::string distribution,
-                             std::optional<uint64_t> seed) {
-  if (!(scale > 0)) {
-    throw_error<ValueError>("VarianceScaling: expected scale > 0. Received: scale={}", scale);
-  }
-  if (mode != "fan_in" && mode != "fan_out" && mode != "fan_avg") {
-    throw_error<ValueError>("VarianceScaling: expected mode to be one of fan_in, fan_out, fan_avg. Received: mode={}",
-                            mode);
-  }
-  if (distribution == "normal") distribution = "truncated_normal";
-  if (distribution != "uniform" && distribution != "truncated_normal" && distribution != "untruncated_normal") {
-    throw_error<ValueError>(
-        "VarianceScaling: expected distribution to be one of uniform, truncated_normal, untruncated_normal. "
-        "Received: distribution={}",
-        distribution);
-  }
-  nlohmann::json config = {{"seed", seed_json(seed)}};
-  if (class_name == "VarianceScaling") {
-    config["scale"] = scale;
-    config["mode"] = mode;
-    config["distribution"] = distribution;
-  }
-  auto fill = [scale, mode, distribution](const Shape& shape, DType dtype, Generator& gen) {
-    const auto [fan_in, fan_out] = compute_fans(shape);
-    const double n = mode == "fan_in" ? fan_in : mode == "fan_out" ? fan_out : (fan_in + fan_out) / 2.0;
-    const double s = scale / std::max(1.0, n);
-    if (distribution == "truncated_normal") {
-      // The stddev of a unit normal truncated to [-2, 2], so the result has variance s.
-      return truncated_normal(shape, gen, 0.0, std::sqrt(s) / 0.87962566103423978, dtype);
+// The fan axes a Keras 3 config may carry: both input_axes and output_axes, or neither.
+std::optional<FanAxes> axes_from(const nlohmann::json& config) {
+  std::vector<int> found[2];
+  int present = 0;
+  const char* keys[2] = {"input_axes", "output_axes"};
+  for (int i = 0; i < 2; ++i) {
+    auto it = config.find(keys[i]);
+    if (it == config.end() || it->is_null()) continue;
+    if (!it->is_array()) {
+      throw_error<ValueError>("VarianceScaling: expected a list of axes or null. Received: {}={}", keys[i],
+                              it->dump());
     }
-    if (distribution == "untruncated_normal") return normal(shape, gen, 0.0, std::sqrt(s), dtype);
-    const double limit = std::sqrt(3.0 * s);
-    return uniform(shape, gen, -limit, limit, dtype);
-  };
-  return Initializer(std::move(class_name), std::move(config), fill, seed);
+    found[i] = it->get<std::vector<int>>();
+    ++present;
+  }
+  if (present < 2) return std::nullopt;
+  return FanAxes{found[0], found[1]};
+}
+
+}  // namespace
+
+// What initializers.cc may touch in Initializer (its friend).
+struct InitializerAccess {
+  // Keras's VarianceScaling. `class_name` is the subclass name it is serialised under
+  // (GlorotUniform, HeNormal, ...); the subclasses serialise only their seed (and the
+  // fan axes when set).
+  static Initializer variance_scaling(std::string class_name, double scale, std::string mode,
+                                      std::string distribution, std::optional<uint64_t> seed,
+                                      std::optional<FanAxes> axes = std::nullopt) {
+    if (!(scale > 0)) {
+      throw_error<ValueError>("VarianceScaling: expected scale > 0. Received: scale={}", scale);
+    }
+    if (mode != "fan_in" && mode != "fan_out" && mode != "fan_avg") {
+      throw_error<ValueError>(
+          "VarianceScaling: expected mode to be one of fan_in, fan_out, fan_avg. Received: mode={}", mode);
+    }
+    if (distribution == "normal") distribution = "truncated_normal";
+    if (distribution != "uniform" && distribution != "truncated_normal" && distribution != "untruncated_normal") {
+      throw_error<ValueError>(
+          "VarianceScaling: expected distribution to be one of uniform, truncated_normal, untruncated_normal. "
+          "Received: distribution={}",
+          distribution);
+    }
+    nlohmann::json config = {{"seed", seed_json(seed)}};
+    if (class_name == "VarianceScaling") {
+      config["scale"] = scale;
+      config["mode"] = mode;
+      config["distribution"] = distribution;
+    }
+    if (axes) {
+      config["input_axes"] = axes->first;
+      config["output_axes"] = axes->second;
+    }
+    auto fill = [scale, mode, distribution, axes](const Shape& shape, DType dtype, Generator& gen) {
+      const auto [fan_in, fan_out] = compute_fans(shape, axes);
+      const double n = mode == "fan_in" ? fan_in : mode == "fan_out" ? fan_out : (fan_in + fan_out) / 2.0;
+      const double s = scale / std::max(1.0, n);
+      if (distribution == "truncated_normal") {
+        // The stddev of a unit normal truncated to [-2, 2], so the result has variance s.
+        return truncated_normal(shape, gen, 0.0, std::sqrt(s) / 0.87962566103423978, dtype);
+      }
+      if (distribution == "untruncated_normal") return normal(shape, gen, 0.0, std::sqrt(s), dtype);
+      const double limit = std::sqrt(3.0 * s);
+      return uniform(shape, gen, -limit, limit, dtype);
+    };
+    return Initializer(std::move(class_name), std::move(config), fill, seed);
+  }
+
+  // The variance-scaling family by class name: (scale, mode, distribution).
+  static std::optional<std::tuple<double, std::string, std::string>> family(const Initializer& init) {
+    static const std::map<std::string, std::tuple<double, std::string, std::string>, std::less<>> table = {
+        {"GlorotUniform", {1.0, "fan_avg", "uniform"}},     {"GlorotNormal", {1.0, "fan_avg", "truncated_normal"}},
+        {"HeUniform", {2.0, "fan_in", "uniform"}},          {"HeNormal", {2.0, "fan_in", "truncated_normal"}},
+        {"LecunUniform", {1.0, "fan_in", "uniform"}},       {"LecunNormal", {1.0, "fan_in", "truncated_normal"}},
+    };
+    if (auto it = table.find(init.class_name_); it != table.end()) return it->second;
+    if (init.class_name_ == "VarianceScaling") {
+      return std::make_tuple(init.config_.at("scale").get<double>(), init.config_.at("mode").get<std::string>(),
+                             init.config_.at("distribution").get<std::string>());
+    }
+    return std::nullopt;
+  }
+
+  static Initializer with_fan_axes(const Initializer& init, std::vector<int> input_axes,
+                                   std::vector<int> output_axes) {
+    const auto params = family(init);
+    if (!params) return init;
+    const auto& [scale, mode, distribution] = *params;
+    return variance_scaling(init.class_name_, scale, mode, distribution, init.seed_,
+                            FanAxes{std::move(input_axes), std::move(output_axes)});
+  }
+};
+
+namespace {
+
+Initializer variance_scaling(std::string class_name, double scale, std::string mode, std::string distribution,
+                             std::optional<uint64_t> seed, std::optional<FanAxes> axes = std::nullopt) {
+  return InitializerAccess::variance_scaling(std::move(class_name), scale, std::move(mode), std::move(distribution),
+                                             seed, std::move(axes));
 }
 
 std::optional<uint64_t> seed_from(const nlohmann::json& config) {
@@ -99,6 +172,12 @@ std::optional<uint64_t> seed_from(const nlohmann::json& config) {
 double number_from(const nlohmann::json& config, const char* key, double fallback) {
   auto it = config.find(key);
   return it == config.end() || it->is_null() ? fallback : it->get<double>();
+}
+
+// `init` with the fan axes a Keras 3 config may carry (input_axes / output_axes).
+Initializer with_axes(const Initializer& init, const nlohmann::json& config) {
+  auto axes = axes_from(config);
+  return axes ? init.with_fan_axes(std::move(axes->first), std::move(axes->second)) : init;
 }
 
 using Factory = Initializer (*)(const nlohmann::json& config);
@@ -123,16 +202,16 @@ const std::map<std::string, Factory, std::less<>>& class_table() {
          return initializers::truncated_normal(number_from(c, "mean", 0.0), number_from(c, "stddev", 0.05),
                                                seed_from(c));
        }},
-      {"GlorotUniform", [](const nlohmann::json& c) { return initializers::glorot_uniform(seed_from(c)); }},
-      {"GlorotNormal", [](const nlohmann::json& c) { return initializers::glorot_normal(seed_from(c)); }},
-      {"HeUniform", [](const nlohmann::json& c) { return initializers::he_uniform(seed_from(c)); }},
-      {"HeNormal", [](const nlohmann::json& c) { return initializers::he_normal(seed_from(c)); }},
-      {"LecunUniform", [](const nlohmann::json& c) { return initializers::lecun_uniform(seed_from(c)); }},
-      {"LecunNormal", [](const nlohmann::json& c) { return initializers::lecun_normal(seed_from(c)); }},
+      {"GlorotUniform", [](const nlohmann::json& c) { return with_axes(initializers::glorot_uniform(seed_from(c)), c); }},
+      {"GlorotNormal", [](const nlohmann::json& c) { return with_axes(initializers::glorot_normal(seed_from(c)), c); }},
+      {"HeUniform", [](const nlohmann::json& c) { return with_axes(initializers::he_uniform(seed_from(c)), c); }},
+      {"HeNormal", [](const nlohmann::json& c) { return with_axes(initializers::he_normal(seed_from(c)), c); }},
+      {"LecunUniform", [](const nlohmann::json& c) { return with_axes(initializers::lecun_uniform(seed_from(c)), c); }},
+      {"LecunNormal", [](const nlohmann::json& c) { return with_axes(initializers::lecun_normal(seed_from(c)), c); }},
       {"VarianceScaling",
        [](const nlohmann::json& c) {
          return variance_scaling("VarianceScaling", number_from(c, "scale", 1.0), c.value("mode", "fan_in"),
-                                 c.value("distribution", "truncated_normal"), seed_from(c));
+                                 c.value("distribution", "truncated_normal"), seed_from(c), axes_from(c));
        }},
   };
   return table;
@@ -180,6 +259,10 @@ Initializer::Initializer(std::string_view name) {
     return;
   }
   throw_error<ValueError>("Unknown initializer '{}'. Expected one of: {}", name, known_names());
+}
+
+Initializer Initializer::with_fan_axes(std::vector<int> input_axes, std::vector<int> output_axes) const {
+  return InitializerAccess::with_fan_axes(*this, std::move(input_axes), std::move(output_axes));
 }
 
 Tensor Initializer::operator()(const Shape& shape, DType dtype) const {

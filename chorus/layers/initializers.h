@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "chorus/core/random.h"
 #include "chorus/core/tensor.h"
@@ -30,11 +31,20 @@ class Initializer {
   // A new tensor of `shape`. With a seed, every call gives the same values (Keras 3).
   Tensor operator()(const Shape& shape, DType dtype = kFloat32) const;
 
+  // For the variance-scaling family (GlorotUniform, HeNormal, ..., VarianceScaling): the
+  // same initializer with fan_in the product of a kernel's dims on `input_axes` and
+  // fan_out that on `output_axes` (Keras 3's input_axes / output_axes, which EinsumDense
+  // sets: a (C, N, H) attention kernel has fan_in C and fan_out N * H). Any other
+  // initializer is returned unchanged. Negative axes count from the end.
+  Initializer with_fan_axes(std::vector<int> input_axes, std::vector<int> output_axes) const;
+
   // {"class_name": "GlorotUniform", "config": {"seed": null}} as Keras serialises it.
   nlohmann::json get_config() const;
   static Initializer from_config(const nlohmann::json& config);
 
  private:
+  friend struct InitializerAccess;  // initializers.cc reads the fields in with_fan_axes()
+
   std::string class_name_;
   nlohmann::json config_;
   Fill fill_;

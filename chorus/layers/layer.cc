@@ -53,13 +53,17 @@ std::vector<Shape> unbatched_shapes(const Tree& outputs) {
 }  // namespace
 
 Layer::Layer(std::string class_name, std::string name)
-    : class_name_(std::move(class_name)), name_(name.empty() ? unique_name(class_name_) : std::move(name)) {}
+    : class_name_(std::move(class_name)),
+      name_(name.empty() ? unique_name(class_name_) : std::move(name)),
+      path_(name_) {}
 
 Layer::~Layer() = default;
 Layer::Layer(Layer&& other) noexcept
     : class_name_(std::move(other.class_name_)),
       name_(std::move(other.name_)),
+      path_(std::move(other.path_)),
       trainable_(other.trainable_),
+      building_(other.building_),
       built_(other.built_.load()),
       output_shapes_recorded_(other.output_shapes_recorded_.load()),
       own_weights_(std::move(other.own_weights_)),
@@ -88,7 +92,14 @@ void Layer::maybe_build(const Tree& inputs) {
   std::lock_guard lock(build_mutex());
   if (built_.load(std::memory_order_relaxed)) return;
   autograd::NoGradGuard no_grad;
-  build(inputs);
+  building_ = true;
+  try {
+    build(inputs);
+  } catch (...) {
+    building_ = false;
+    throw;
+  }
+  building_ = false;
   built_.store(true, std::memory_order_release);
 }
 
@@ -161,9 +172,14 @@ std::shared_ptr<Layer> Layer::move_to_heap() && {
 
 Variable Layer::add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
                            bool trainable, DType dtype) {
-  Variable variable(name_ + "/" + name, initializer(shape, dtype), trainable);
+  Variable variable(path_ + "/" + name, initializer(shape, dtype), trainable);
   own_weights_.push_back(variable);
   return variable;
+}
+
+void Layer::set_parent_path(const std::string& parent) {
+  path_ = parent + "/" + name_;
+  for (const auto& sub : owned_sublayers_) sub->set_parent_path(path_);
 }
 
 void Layer::track(std::shared_ptr<Layer> sublayer) {

@@ -34,6 +34,11 @@ class Layer {
   Layer(const Layer&) = delete;
 
   const std::string& name() const { return name_; }
+  // Keras's layer.path: the name, under the path of the layer whose build() created this
+  // one with add<L>() ("transformer_encoder/self_attention_layer/query"); just the name
+  // otherwise. Weights are "<path>/<weight name>", so the sublayers of two attention
+  // layers never clash.
+  const std::string& path() const { return path_; }
   const std::string& class_name() const { return class_name_; }
   bool built() const { return built_.load(std::memory_order_acquire); }
   // Non-trainable layers contribute no trainable weights (fine-tuning).
@@ -88,14 +93,18 @@ class Layer {
   // The forward computation. Must be safe to run on several threads at once once built.
   virtual Tree call(const Tree& inputs, bool training) = 0;
 
-  // A weight named `<layer name>/<name>`. Call from build() or the constructor.
+  // A weight named `<layer path>/<name>`. Call from build() or the constructor.
   Variable add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
                       bool trainable = true, DType dtype = kFloat32);
-  // Creates a sublayer this layer owns and whose weights it reports.
+  // Creates a sublayer this layer owns and whose weights it reports. Made from build()
+  // (as Keras layers make theirs, inside their name scope), its path (and that of any
+  // sublayer it made already) goes under this layer's; made from a constructor (a
+  // subclassed model's layers), it keeps its own name.
   template <class L, class... Args>
   L* add(Args&&... args) {
     auto layer = std::make_shared<L>(std::forward<Args>(args)...);
     L* raw = layer.get();
+    if (building_) static_cast<Layer*>(raw)->set_parent_path(path_);
     track(std::move(layer));
     return raw;
   }
@@ -105,13 +114,16 @@ class Layer {
 
  private:
   std::vector<std::pair<Variable, bool>> weights_with_trainability() const;
+  void set_parent_path(const std::string& parent);
   Tree call_symbolic(const Tree& inputs, std::shared_ptr<Layer> owner);
   void maybe_build(const Tree& inputs);
   void record_output_shapes(const Tree& outputs);
 
   std::string class_name_;
   std::string name_;
+  std::string path_;  // name_, or "<parent path>/<name_>" for a sublayer made while building
   bool trainable_ = true;
+  bool building_ = false;  // inside build(); guarded by the build mutex
   // Atomic: data-parallel replicas make a layer's first call from several threads at once;
   // build_mutex() makes one of them build while the others wait.
   std::atomic<bool> built_{false};

@@ -25,12 +25,14 @@ Registry& registry() {
         {"Concatenate", Concatenate::from_config},
         {"Dense", Dense::from_config},
         {"Dropout", Dropout::from_config},
+        {"EinsumDense", EinsumDense::from_config},
         {"Embedding", Embedding::from_config},
         {"Flatten", Flatten::from_config},
         {"Hashing", Hashing::from_config},
         {"InputLayer", InputLayer::from_config},
         {"IntegerLookup", IntegerLookup::from_config},
         {"LayerNormalization", LayerNormalization::from_config},
+        {"MultiHeadAttention", MultiHeadAttention::from_config},
         {"Normalization", Normalization::from_config},
         {"PositionEmbedding", PositionEmbedding::from_config},
         {"Reshape", Reshape::from_config},
@@ -38,6 +40,7 @@ Registry& registry() {
         {"StringLookup", StringLookup::from_config},
         {"TextVectorization", TextVectorization::from_config},
         {"TokenAndPositionEmbedding", TokenAndPositionEmbedding::from_config},
+        {"TransformerEncoder", TransformerEncoder::from_config},
     };
     return r;
   }();

@@ -2,6 +2,7 @@
 // operators on Tensor.
 #pragma once
 
+#include "chorus/ops/attention.h"
 #include "chorus/ops/axes.h"
 #include "chorus/ops/elementwise.h"
 #include "chorus/ops/matmul.h"

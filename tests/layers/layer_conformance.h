@@ -20,8 +20,7 @@
 namespace chorus::testing {
 
 struct WeightSpec {
-  // "kernel"; the path is "<layer name>/kernel". A sublayer's weight is named with the
-  // sublayer's part of the path ("token_embedding/embeddings"); name() is the last part.
+  // "kernel", or "query/kernel" for a sublayer's; the path is "<layer path>/<name>".
   std::string name;
   Shape shape;
   bool trainable = true;
@@ -75,8 +74,8 @@ inline void expect_weights(const layers::Layer& layer, const LayerCase& c) {
   size_t trainable = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     const std::string& spec = c.weights[i].name;
-    EXPECT_EQ(weights[i].name(), spec.substr(spec.rfind('/') == std::string::npos ? 0 : spec.rfind('/') + 1));
-    EXPECT_EQ(weights[i].path(), layer.name() + "/" + c.weights[i].name);
+    EXPECT_EQ(weights[i].name(), spec.substr(spec.rfind('/') + 1));  // npos + 1 == 0
+    EXPECT_EQ(weights[i].path(), layer.path() + "/" + spec);
     EXPECT_EQ(weights[i].shape(), c.weights[i].shape) << c.weights[i].name;
     EXPECT_EQ(weights[i].trainable(), c.weights[i].trainable) << c.weights[i].name;
     trainable += c.weights[i].trainable ? 1 : 0;

@@ -23,6 +23,9 @@ TEST(LayerRegistryTest, BuildsEveryBuiltInFromItsConfig) {
       std::make_shared<Concatenate>(),
       std::make_shared<Add>(),
       std::make_shared<InputLayer>(Shape{784}),
+      std::make_shared<EinsumDense>("abc,cde->abde", std::vector<int64_t>{-1, 2, 4}, EinsumDenseOptions{.bias_axes = "de"}),
+      std::make_shared<MultiHeadAttention>(2, 4, MultiHeadAttentionOptions{.dropout = 0.1, .seed = 5}),
+      std::make_shared<TransformerEncoder>(16, 2, TransformerEncoderOptions{.activation = "gelu"}),
   };
   for (const auto& layer : originals) {
     const auto clone = layer_from_config(serialize_layer(*layer));
@@ -83,9 +86,9 @@ TEST(LayerRegistryTest, Errors) {
       [] { layer_from_config(nlohmann::json::parse(R"({"class_name": "Conv2D", "config": {}})")); },
       ThrowsMessage<ValueError>(HasSubstr(
           "layer_from_config: unknown layer class 'Conv2D'. Known classes: Activation, Add, BatchNormalization, "
-          "Concatenate, Dense, Dropout, Embedding, Flatten, Hashing, InputLayer, IntegerLookup, LayerNormalization, "
-          "Normalization, PositionEmbedding, Reshape, ReversibleEmbedding, StringLookup, TextVectorization, "
-          "TokenAndPositionEmbedding")));
+          "Concatenate, Dense, Dropout, EinsumDense, Embedding, Flatten, Hashing, InputLayer, IntegerLookup, "
+          "LayerNormalization, MultiHeadAttention, Normalization, PositionEmbedding, Reshape, ReversibleEmbedding, "
+          "StringLookup, TextVectorization, TokenAndPositionEmbedding, TransformerEncoder")));
   EXPECT_THAT(
       [] { layer_from_config(nlohmann::json::parse(R"({"config": {}})")); },
       ThrowsMessage<ValueError>(HasSubstr("layer_from_config: expected {\"class_name\": ..., \"config\": {...}}")));

@@ -40,6 +40,7 @@ struct KeyHash {
       mix(p.b_dims[i]);
       mix(p.b_strides[i]);
       mix(p.c_dims[i]);
+      mix(p.c_strides[i]);
     }
     return static_cast<size_t>(h);
   }
@@ -81,13 +82,27 @@ dnnl::memory::desc make_desc(int rank, const std::array<int64_t, kMaxRank>& dims
                             dnnl::memory::dims(strides.begin(), strides.begin() + rank));
 }
 
+// c's strides: the given ones, or contiguous row-major when none are set.
+std::array<int64_t, kMaxRank> c_strides_of(const MatmulProblem& p) {
+  for (int i = 0; i < p.rank; ++i) {
+    if (p.c_strides[i] != 0) return p.c_strides;
+  }
+  std::array<int64_t, kMaxRank> strides{};
+  int64_t stride = 1;
+  for (int i = p.rank - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= p.c_dims[i];
+  }
+  return strides;
+}
+
 Entry make_entry(const Key& key, const dnnl::engine& engine) {
   const MatmulProblem& p = key.problem;
   const auto type = dnnl_type(p.dtype);
   Shape c_shape(std::span<const int64_t>(p.c_dims.data(), static_cast<size_t>(p.rank)));
   const auto src_md = make_desc(p.rank, p.a_dims, p.a_strides, type);
   const auto weights_md = make_desc(p.rank, p.b_dims, p.b_strides, type);
-  const auto dst_md = make_desc(p.rank, p.c_dims, contiguous_strides(c_shape), type);
+  const auto dst_md = make_desc(p.rank, p.c_dims, c_strides_of(p), type);
   try {
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, weights_md, dst_md), engine);
     Entry entry{key, dnnl::matmul(pd), dnnl::memory(src_md, engine, DNNL_MEMORY_NONE),
@@ -158,11 +173,12 @@ void matmul(const MatmulProblem& p, const void* a, const void* b, void* c) {
     f32.dtype = kFloat32;
     const auto a32 = widen(a, strided_extent(p.rank, p.a_dims, p.a_strides));
     const auto b32 = widen(b, strided_extent(p.rank, p.b_dims, p.b_strides));
-    const Shape c_shape(std::span<const int64_t>(p.c_dims.data(), static_cast<size_t>(p.rank)));
-    std::vector<float> c32(static_cast<size_t>(c_shape.numel()));
+    // c's span is widened too, so elements between strided ones keep their values.
+    const size_t c_extent = strided_extent(p.rank, p.c_dims, c_strides_of(p));
+    std::vector<float> c32 = widen(c, c_extent);
     matmul(f32, a32.data(), b32.data(), c32.data());
     auto* out = static_cast<bfloat16*>(c);
-    for (size_t i = 0; i < c32.size(); ++i) out[i] = bfloat16(c32[i]);
+    for (size_t i = 0; i < c_extent; ++i) out[i] = bfloat16(c32[i]);
     return;
   }
   ThreadState& state = thread_state();

@@ -16,20 +16,23 @@ namespace chorus::backend::cpu {
 // the same rank (2 to kMaxRank); the last two axes are the matrix axes: a is (.., M, K),
 // b is (.., K, N), c is (.., M, N). A batch axis of a or b may be 1 where c's is larger
 // (broadcast). Transposes are expressed with strides: a transposed (K, M) row-major
-// buffer is a with dims (M, K) and strides (1, M). c is always contiguous row-major.
-// Unused trailing entries must stay zero (the struct is hashed as a whole).
+// buffer is a with dims (M, K) and strides (1, M). c is contiguous row-major unless
+// c_strides is set (all zero: contiguous), e.g. to write heads (B, N, T, D) straight
+// into a (B, T, N, D) buffer. Unused trailing entries must stay zero (the struct is
+// hashed as a whole).
 struct MatmulProblem {
   int rank = 2;
   DType dtype = kFloat32;  // of a, b and c: kFloat32 or kBFloat16
   std::array<int64_t, kMaxRank> a_dims{}, a_strides{};
   std::array<int64_t, kMaxRank> b_dims{}, b_strides{};
   std::array<int64_t, kMaxRank> c_dims{};
+  std::array<int64_t, kMaxRank> c_strides{};  // all zero: contiguous row-major
 
   friend bool operator==(const MatmulProblem&, const MatmulProblem&) = default;
 };
 
 // Computes `p` on the calling thread's intra-op thread budget, reading a and b and
-// writing every element of c. bfloat16 accumulates in float32 and rounds once; on a CPU
+// writing every element of c (every element c's dims and strides reach). bfloat16 accumulates in float32 and rounds once; on a CPU
 // where oneDNN has no bfloat16 matmul (no AVX-512), it runs in float32 on widened copies.
 // REQUIRES: the dims are consistent (a's K equals b's K, batch axes equal or 1), c has
 // at least one element, and K >= 1 (callers handle empty products: oneDNN 2.6 divides
