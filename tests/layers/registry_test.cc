@@ -1,5 +1,11 @@
 #include "chorus/layers/registry.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
 #include "chorus/layers/layers.h"
 #include "chorus/ops/ops.h"
 #include "tests/testing/test_util.h"
@@ -82,13 +88,20 @@ TEST(LayerRegistryTest, UsersRegisterTheirOwnClasses) {
 }
 
 TEST(LayerRegistryTest, Errors) {
-  EXPECT_THAT(
-      [] { layer_from_config(nlohmann::json::parse(R"({"class_name": "Conv2D", "config": {}})")); },
-      ThrowsMessage<ValueError>(HasSubstr(
-          "layer_from_config: unknown layer class 'Conv2D'. Known classes: Activation, Add, BatchNormalization, "
-          "Concatenate, Dense, Dropout, EinsumDense, Embedding, Flatten, Hashing, InputLayer, IntegerLookup, "
-          "LayerNormalization, MultiHeadAttention, Normalization, PositionEmbedding, Reshape, ReversibleEmbedding, "
-          "StringLookup, TextVectorization, TokenAndPositionEmbedding, TransformerEncoder")));
+  // Every built-in class is registered; the message lists all registered classes, sorted
+  // (tests that ran before may have added their own, as a user would).
+  const std::vector<std::string> names = registered_layers();
+  for (const char* builtin :
+       {"Activation", "Add", "BatchNormalization", "Concatenate", "Dense", "Dropout", "EinsumDense", "Embedding",
+        "Flatten", "Hashing", "InputLayer", "IntegerLookup", "LayerNormalization", "MultiHeadAttention",
+        "Normalization", "PositionEmbedding", "Reshape", "ReversibleEmbedding", "StringLookup", "TextVectorization",
+        "TokenAndPositionEmbedding", "TransformerEncoder"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), builtin), names.end()) << builtin;
+  }
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  EXPECT_THAT([] { layer_from_config(nlohmann::json::parse(R"({"class_name": "Conv2D", "config": {}})")); },
+              ThrowsMessage<ValueError>(HasSubstr("layer_from_config: unknown layer class 'Conv2D'. Known classes: " +
+                                                  fmt::format("{}", fmt::join(names, ", ")))));
   EXPECT_THAT(
       [] { layer_from_config(nlohmann::json::parse(R"({"config": {}})")); },
       ThrowsMessage<ValueError>(HasSubstr("layer_from_config: expected {\"class_name\": ..., \"config\": {...}}")));

@@ -8,6 +8,7 @@
 
 #include "chorus/core/creation.h"
 #include "chorus/core/tensor.h"
+#include "tests/testing/test_util.h"
 
 namespace chorus::testing {
 
@@ -39,12 +40,6 @@ inline double log_sum_exp(const double* row, int64_t n) {
   for (int64_t i = 0; i < n; ++i) m = std::max(m, row[i]);
   for (int64_t i = 0; i < n; ++i) s += std::exp(row[i] - m);
   return m + std::log(s);
-}
-
-// A float32 tensor of `shape` holding `values` (given in double).
-inline Tensor tensor_of(const std::vector<double>& values, const Shape& shape) {
-  std::vector<float> f(values.begin(), values.end());
-  return from_values(f, shape);
 }
 
 inline double mean_of(const std::vector<double>& v) {

@@ -21,11 +21,6 @@ namespace chorus::testing {
 using autograd::Variable;
 using Values = std::vector<double>;
 
-inline Tensor tensor_of(const Values& values, const Shape& shape) {
-  std::vector<float> f(values.begin(), values.end());
-  return from_values<float>(f, shape);
-}
-
 inline Variable variable_of(const std::string& path, const Values& values, const Shape& shape) {
   return Variable(path, tensor_of(values, shape));
 }

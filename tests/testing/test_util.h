@@ -25,6 +25,12 @@ inline bool same_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
+// A float32 tensor of `shape` holding `values` (given in double, as references compute).
+inline Tensor tensor_of(const std::vector<double>& values, const Shape& shape) {
+  std::vector<float> f(values.begin(), values.end());
+  return from_values<float>(f, shape);
+}
+
 inline Tensor random_tensor(const Shape& shape, uint64_t seed, double lo = -1, double hi = 1, DType dtype = kFloat32) {
   Generator gen(seed);
   return uniform(shape, gen, lo, hi, dtype);

@@ -15,34 +15,34 @@ using testing::ints;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-const std::vector<int64_t> kVocab = {12, 36, 1138, 42};
+const std::vector<int64_t> kIntegerVocab = {12, 36, 1138, 42};
 
 // Keras's docstring data: [[12, 1138, 42], [42, 1000, 36]] (1000 is OOV).
-Tensor docstring_data() { return ints(Shape{2, 3}, {12, 1138, 42, 42, 1000, 36}); }
+Tensor integer_docstring_data() { return ints(Shape{2, 3}, {12, 1138, 42, 42, 1000, 36}); }
 // [[12, 1138, 42, 42], [42, 7, 36, 7]].
-Tensor docstring_data4() { return ints(Shape{2, 4}, {12, 1138, 42, 42, 42, 7, 36, 7}); }
+Tensor integer_docstring_data4() { return ints(Shape{2, 4}, {12, 1138, 42, 42, 42, 7, 36, 7}); }
 
 TEST(IntegerLookupTest, Conformance) {
   expect_layer_conforms({
-      .make = [] { return std::make_shared<IntegerLookup>(IntegerLookupOptions{.vocabulary = kVocab}); },
-      .inputs = docstring_data(),
+      .make = [] { return std::make_shared<IntegerLookup>(IntegerLookupOptions{.vocabulary = kIntegerVocab}); },
+      .inputs = integer_docstring_data(),
       .output_shapes = {Shape{2, 3}},
   });
   expect_layer_conforms({
       .make =
           [] {
             return std::make_shared<IntegerLookup>(
-                IntegerLookupOptions{.vocabulary = kVocab, .output_mode = OutputMode::kCount});
+                IntegerLookupOptions{.vocabulary = kIntegerVocab, .output_mode = OutputMode::kCount});
           },
-      .inputs = docstring_data4(),
+      .inputs = integer_docstring_data4(),
       .output_shapes = {Shape{2, 5}},
   });
 }
 
 // The examples of keras.layers.IntegerLookup's docstring, with the outputs it documents.
 TEST(IntegerLookupTest, KnownVocabulary) {
-  IntegerLookup layer({.vocabulary = kVocab});
-  expect_ints(layer(docstring_data()), Shape{2, 3}, {1, 3, 4, 4, 0, 2});
+  IntegerLookup layer({.vocabulary = kIntegerVocab});
+  expect_ints(layer(integer_docstring_data()), Shape{2, 3}, {1, 3, 4, 4, 0, 2});
   // int32 inputs work the same.
   expect_ints(layer(from_values<int32_t>({12, 1138, 42, 42, 1000, 36}, Shape{2, 3})), Shape{2, 3},
               {1, 3, 4, 4, 0, 2});
@@ -50,13 +50,13 @@ TEST(IntegerLookupTest, KnownVocabulary) {
 
 TEST(IntegerLookupTest, AdaptedVocabulary) {
   IntegerLookup layer;
-  layer.adapt(docstring_data());
+  layer.adapt(integer_docstring_data());
   EXPECT_EQ(layer.get_vocabulary(), (std::vector<int64_t>{-1, 42, 1138, 1000, 36, 12}));
-  expect_ints(layer(docstring_data()), Shape{2, 3}, {5, 2, 1, 1, 3, 4});
+  expect_ints(layer(integer_docstring_data()), Shape{2, 3}, {5, 2, 1, 1, 3, 4});
 }
 
 TEST(IntegerLookupTest, MultipleOovIndicesUseFloorMod) {
-  IntegerLookup layer({.num_oov_indices = 2, .vocabulary = kVocab});
+  IntegerLookup layer({.num_oov_indices = 2, .vocabulary = kIntegerVocab});
   // 37 -> 37 mod 2 = 1, 1000 -> 0.
   expect_ints(layer(ints(Shape{2, 3}, {12, 1138, 42, 37, 1000, 36})), Shape{2, 3}, {2, 4, 5, 1, 0, 3});
   // Negative tokens take Python's floor modulo: -3 mod 2 = 1.
@@ -72,40 +72,40 @@ TEST(IntegerLookupTest, FarmHashSpreadsStructuredOovTokens) {
 }
 
 TEST(IntegerLookupTest, OneHot) {
-  IntegerLookup layer({.vocabulary = kVocab, .output_mode = OutputMode::kOneHot});
+  IntegerLookup layer({.vocabulary = kIntegerVocab, .output_mode = OutputMode::kOneHot});
   expect_floats(layer(ints(Shape{5}, {12, 36, 1138, 42, 7})), Shape{5, 5},
                 {0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0});
 }
 
 TEST(IntegerLookupTest, MultiHotAndCount) {
-  IntegerLookup multi_hot({.vocabulary = kVocab, .output_mode = OutputMode::kMultiHot});
-  expect_floats(multi_hot(docstring_data4()), Shape{2, 5}, {0, 1, 0, 1, 1, 1, 0, 1, 0, 1});
-  IntegerLookup count({.vocabulary = kVocab, .output_mode = OutputMode::kCount});
-  expect_floats(count(docstring_data4()), Shape{2, 5}, {0, 1, 0, 1, 2, 2, 0, 1, 0, 1});
+  IntegerLookup multi_hot({.vocabulary = kIntegerVocab, .output_mode = OutputMode::kMultiHot});
+  expect_floats(multi_hot(integer_docstring_data4()), Shape{2, 5}, {0, 1, 0, 1, 1, 1, 0, 1, 0, 1});
+  IntegerLookup count({.vocabulary = kIntegerVocab, .output_mode = OutputMode::kCount});
+  expect_floats(count(integer_docstring_data4()), Shape{2, 5}, {0, 1, 0, 1, 2, 2, 0, 1, 0, 1});
   // pad_to_max_tokens widens the vectors to max_tokens.
   IntegerLookup padded(
-      {.max_tokens = 8, .vocabulary = kVocab, .output_mode = OutputMode::kCount, .pad_to_max_tokens = true});
-  expect_floats(padded(docstring_data4()), Shape{2, 8}, {0, 1, 0, 1, 2, 0, 0, 0, 2, 0, 1, 0, 1, 0, 0, 0});
+      {.max_tokens = 8, .vocabulary = kIntegerVocab, .output_mode = OutputMode::kCount, .pad_to_max_tokens = true});
+  expect_floats(padded(integer_docstring_data4()), Shape{2, 8}, {0, 1, 0, 1, 2, 0, 0, 0, 2, 0, 1, 0, 1, 0, 0, 0});
 }
 
 TEST(IntegerLookupTest, TfIdf) {
-  IntegerLookup layer({.vocabulary = kVocab, .idf_weights = {0.25f, 0.75f, 0.6f, 0.4f},
+  IntegerLookup layer({.vocabulary = kIntegerVocab, .idf_weights = {0.25f, 0.75f, 0.6f, 0.4f},
                        .output_mode = OutputMode::kTfIdf});
-  expect_floats(layer(docstring_data4()), Shape{2, 5}, {0, 0.25f, 0, 0.6f, 0.8f, 1.0f, 0, 0.75f, 0, 0.4f});
+  expect_floats(layer(integer_docstring_data4()), Shape{2, 5}, {0, 0.25f, 0, 0.6f, 0.8f, 1.0f, 0, 0.75f, 0, 0.4f});
   IntegerLookup with_oov({.vocabulary = {-1, 12, 36, 1138, 42}, .idf_weights = {0.9f, 0.25f, 0.75f, 0.6f, 0.4f},
                           .output_mode = OutputMode::kTfIdf});
-  expect_floats(with_oov(docstring_data4()), Shape{2, 5}, {0, 0.25f, 0, 0.6f, 0.8f, 1.8f, 0, 0.75f, 0, 0.4f});
+  expect_floats(with_oov(integer_docstring_data4()), Shape{2, 5}, {0, 0.25f, 0, 0.6f, 0.8f, 1.8f, 0, 0.75f, 0, 0.4f});
 }
 
 TEST(IntegerLookupTest, InverseLookup) {
-  IntegerLookup layer({.vocabulary = kVocab, .invert = true});
+  IntegerLookup layer({.vocabulary = kIntegerVocab, .invert = true});
   expect_ints(layer(ints(Shape{2, 3}, {1, 3, 4, 4, 0, 2})), Shape{2, 3}, {12, 1138, 42, 42, -1, 36});
 }
 
 TEST(IntegerLookupTest, ForwardAndInverseLookupPairs) {
-  IntegerLookup layer({.vocabulary = kVocab});
+  IntegerLookup layer({.vocabulary = kIntegerVocab});
   IntegerLookup inverse({.vocabulary = layer.get_vocabulary(), .invert = true});
-  expect_ints(inverse(layer(docstring_data())), Shape{2, 3}, {12, 1138, 42, 42, -1, 36});
+  expect_ints(inverse(layer(integer_docstring_data())), Shape{2, 3}, {12, 1138, 42, 42, -1, 36});
 }
 
 TEST(IntegerLookupTest, MaskTokenAndConfigRoundTrip) {
@@ -127,12 +127,12 @@ TEST(IntegerLookupTest, Errors) {
                                                   "Received: oov_method=floormod")));
   EXPECT_THAT([] { IntegerLookup({.pad_to_max_tokens = true}); },
               ThrowsMessage<ValueError>(HasSubstr("IntegerLookup: pad_to_max_tokens needs max_tokens")));
-  IntegerLookup layer({.vocabulary = kVocab, .name = "ids"});
+  IntegerLookup layer({.vocabulary = kIntegerVocab, .name = "ids"});
   EXPECT_THAT([&] { layer(Tensor::from_strings({"12"})); },
               ThrowsMessage<DTypeError>(HasSubstr("ids: expected int32 or int64 inputs, got dtype string")));
   EXPECT_THAT([&] { layer(from_values({1.f, 2.f})); },
               ThrowsMessage<DTypeError>(HasSubstr("ids: expected int32 or int64 inputs, got dtype float32")));
-  IntegerLookup inverse({.vocabulary = kVocab, .invert = true, .name = "inv"});
+  IntegerLookup inverse({.vocabulary = kIntegerVocab, .invert = true, .name = "inv"});
   EXPECT_THAT([&] { inverse(from_values({1.f})); },
               ThrowsMessage<DTypeError>(HasSubstr("inv: an inverted lookup expected int32 or int64 indices, got "
                                                   "dtype float32")));

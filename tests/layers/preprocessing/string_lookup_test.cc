@@ -17,30 +17,30 @@ using testing::strings;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-const std::vector<std::string> kVocab = {"a", "b", "c", "d"};
+const std::vector<std::string> kStringVocab = {"a", "b", "c", "d"};
 
 // Keras's docstring data: [["a", "c", "d"], ["d", "z", "b"]] ("z" is OOV).
-Tensor docstring_data() { return strings(Shape{2, 3}, {"a", "c", "d", "d", "z", "b"}); }
+Tensor string_docstring_data() { return strings(Shape{2, 3}, {"a", "c", "d", "d", "z", "b"}); }
 // [["a", "c", "d", "d"], ["d", "z", "b", "z"]].
-Tensor docstring_data4() { return strings(Shape{2, 4}, {"a", "c", "d", "d", "d", "z", "b", "z"}); }
+Tensor string_docstring_data4() { return strings(Shape{2, 4}, {"a", "c", "d", "d", "d", "z", "b", "z"}); }
 
 TEST(StringLookupTest, Conformance) {
   expect_layer_conforms({
-      .make = [] { return std::make_shared<StringLookup>(StringLookupOptions{.vocabulary = kVocab}); },
-      .inputs = docstring_data(),
+      .make = [] { return std::make_shared<StringLookup>(StringLookupOptions{.vocabulary = kStringVocab}); },
+      .inputs = string_docstring_data(),
       .output_shapes = {Shape{2, 3}},
   });
   expect_layer_conforms({
       .make =
           [] {
             return std::make_shared<StringLookup>(
-                StringLookupOptions{.vocabulary = kVocab, .output_mode = OutputMode::kMultiHot});
+                StringLookupOptions{.vocabulary = kStringVocab, .output_mode = OutputMode::kMultiHot});
           },
-      .inputs = docstring_data4(),
+      .inputs = string_docstring_data4(),
       .output_shapes = {Shape{2, 5}},
   });
   expect_layer_conforms({
-      .make = [] { return std::make_shared<StringLookup>(StringLookupOptions{.vocabulary = kVocab, .invert = true}); },
+      .make = [] { return std::make_shared<StringLookup>(StringLookupOptions{.vocabulary = kStringVocab, .invert = true}); },
       .inputs = testing::ints(Shape{2, 3}, {1, 3, 4, 4, 0, 2}),
       .output_shapes = {Shape{2, 3}},
   });
@@ -48,26 +48,26 @@ TEST(StringLookupTest, Conformance) {
 
 // The examples of keras.layers.StringLookup's docstring, with the outputs it documents.
 TEST(StringLookupTest, KnownVocabulary) {
-  StringLookup layer({.vocabulary = kVocab});
-  expect_ints(layer(docstring_data()), Shape{2, 3}, {1, 3, 4, 4, 0, 2});
+  StringLookup layer({.vocabulary = kStringVocab});
+  expect_ints(layer(string_docstring_data()), Shape{2, 3}, {1, 3, 4, 4, 0, 2});
   EXPECT_EQ(layer.vocabulary_size(), 5);
 }
 
 TEST(StringLookupTest, AdaptedVocabularyIsSortedByFrequencyThenByInverseOrder) {
   StringLookup layer;
-  layer.adapt(docstring_data());
+  layer.adapt(string_docstring_data());
   EXPECT_EQ(layer.get_vocabulary(), (std::vector<std::string>{"[UNK]", "d", "z", "c", "b", "a"}));
-  expect_ints(layer(docstring_data()), Shape{2, 3}, {5, 3, 1, 1, 2, 4});
+  expect_ints(layer(string_docstring_data()), Shape{2, 3}, {5, 3, 1, 1, 2, 4});
 }
 
 TEST(StringLookupTest, MultipleOovIndicesHashWithFarmHash) {
-  StringLookup layer({.num_oov_indices = 2, .vocabulary = kVocab});
+  StringLookup layer({.num_oov_indices = 2, .vocabulary = kStringVocab});
   // "m" goes to OOV index 0 and "z" to 1 (Fingerprint64 mod 2); in-vocabulary indices shift by 1.
   expect_ints(layer(strings(Shape{2, 3}, {"a", "c", "d", "m", "z", "b"})), Shape{2, 3}, {2, 4, 5, 0, 1, 3});
 }
 
 TEST(StringLookupTest, OneHot) {
-  StringLookup layer({.vocabulary = kVocab, .output_mode = OutputMode::kOneHot});
+  StringLookup layer({.vocabulary = kStringVocab, .output_mode = OutputMode::kOneHot});
   expect_floats(layer(Tensor::from_strings({"a", "b", "c", "d", "z"})), Shape{5, 5},
                 {0, 1, 0, 0, 0,  //
                  0, 0, 1, 0, 0,  //
@@ -80,30 +80,30 @@ TEST(StringLookupTest, OneHot) {
 }
 
 TEST(StringLookupTest, MultiHot) {
-  StringLookup layer({.vocabulary = kVocab, .output_mode = OutputMode::kMultiHot});
-  expect_floats(layer(docstring_data4()), Shape{2, 5}, {0, 1, 0, 1, 1, 1, 0, 1, 0, 1});
+  StringLookup layer({.vocabulary = kStringVocab, .output_mode = OutputMode::kMultiHot});
+  expect_floats(layer(string_docstring_data4()), Shape{2, 5}, {0, 1, 0, 1, 1, 1, 0, 1, 0, 1});
 }
 
 TEST(StringLookupTest, Count) {
-  StringLookup layer({.vocabulary = kVocab, .output_mode = OutputMode::kCount});
-  expect_floats(layer(docstring_data4()), Shape{2, 5}, {0, 1, 0, 1, 2, 2, 0, 1, 0, 1});
+  StringLookup layer({.vocabulary = kStringVocab, .output_mode = OutputMode::kCount});
+  expect_floats(layer(string_docstring_data4()), Shape{2, 5}, {0, 1, 0, 1, 2, 2, 0, 1, 0, 1});
 }
 
 TEST(StringLookupTest, TfIdfGivesOovTheAverageWeight) {
   StringLookup layer({.output_mode = OutputMode::kTfIdf});
-  layer.set_vocabulary(kVocab, {0.25f, 0.75f, 0.6f, 0.4f});
-  expect_floats(layer(docstring_data4()), Shape{2, 5}, {0, 0.25f, 0, 0.6f, 0.8f, 1.0f, 0, 0.75f, 0, 0.4f});
+  layer.set_vocabulary(kStringVocab, {0.25f, 0.75f, 0.6f, 0.4f});
+  expect_floats(layer(string_docstring_data4()), Shape{2, 5}, {0, 0.25f, 0, 0.6f, 0.8f, 1.0f, 0, 0.75f, 0, 0.4f});
   EXPECT_EQ(layer.idf_weights(), (std::vector<float>{0.5f, 0.25f, 0.75f, 0.6f, 0.4f}));
 }
 
 TEST(StringLookupTest, TfIdfWithTheOovTokensWeight) {
   StringLookup layer({.output_mode = OutputMode::kTfIdf});
   layer.set_vocabulary({"[UNK]", "a", "b", "c", "d"}, {0.9f, 0.25f, 0.75f, 0.6f, 0.4f});
-  expect_floats(layer(docstring_data4()), Shape{2, 5}, {0, 0.25f, 0, 0.6f, 0.8f, 1.8f, 0, 0.75f, 0, 0.4f});
+  expect_floats(layer(string_docstring_data4()), Shape{2, 5}, {0, 0.25f, 0, 0.6f, 0.8f, 1.8f, 0, 0.75f, 0, 0.4f});
 }
 
 TEST(StringLookupTest, InverseLookup) {
-  StringLookup layer({.vocabulary = kVocab, .invert = true});
+  StringLookup layer({.vocabulary = kStringVocab, .invert = true});
   const Tensor out = layer(testing::ints(Shape{2, 3}, {1, 3, 4, 4, 0, 2}));
   EXPECT_EQ(out.dtype(), kString);
   EXPECT_EQ(out.shape(), (Shape{2, 3}));
@@ -111,28 +111,28 @@ TEST(StringLookupTest, InverseLookup) {
 }
 
 TEST(StringLookupTest, ForwardAndInverseLookupPairs) {
-  StringLookup layer({.vocabulary = kVocab});
-  StringLookup inverse({.vocabulary = kVocab, .invert = true});
-  EXPECT_EQ(testing::string_values(inverse(layer(docstring_data()))),
+  StringLookup layer({.vocabulary = kStringVocab});
+  StringLookup inverse({.vocabulary = kStringVocab, .invert = true});
+  EXPECT_EQ(testing::string_values(inverse(layer(string_docstring_data()))),
             (std::vector<std::string>{"a", "c", "d", "d", "[UNK]", "b"}));
 }
 
 TEST(StringLookupTest, MaskToken) {
-  StringLookup layer({.mask_token = "", .vocabulary = kVocab});
+  StringLookup layer({.mask_token = "", .vocabulary = kStringVocab});
   EXPECT_EQ(layer.get_vocabulary(), (std::vector<std::string>{"", "[UNK]", "a", "b", "c", "d"}));
   expect_ints(layer(Tensor::from_strings({"a", "", "z"})), Shape{3}, {2, 0, 1});
   // Outside int mode the mask token takes no index and is dropped.
-  StringLookup counts({.mask_token = "", .vocabulary = kVocab, .output_mode = OutputMode::kCount});
+  StringLookup counts({.mask_token = "", .vocabulary = kStringVocab, .output_mode = OutputMode::kCount});
   EXPECT_EQ(counts.vocabulary_size(), 5);
   expect_floats(counts(strings(Shape{1, 4}, {"a", "", "", "z"})), Shape{1, 5}, {1, 1, 0, 0, 0});
   // Inverted, index 0 is the mask token.
-  StringLookup inverse({.mask_token = "<m>", .vocabulary = kVocab, .invert = true});
+  StringLookup inverse({.mask_token = "<m>", .vocabulary = kStringVocab, .invert = true});
   EXPECT_EQ(testing::string_values(inverse(testing::ints(Shape{3}, {0, 1, 2}))),
             (std::vector<std::string>{"<m>", "[UNK]", "a"}));
 }
 
 TEST(StringLookupTest, SaltedOovBucketsUseSipHash) {
-  StringLookup salted({.num_oov_indices = 3, .vocabulary = kVocab, .salt = text::SipHashKey{133, 137}});
+  StringLookup salted({.num_oov_indices = 3, .vocabulary = kStringVocab, .salt = text::SipHashKey{133, 137}});
   const Tensor oov = Tensor::from_strings({"A", "B", "C", "D", "E"});
   // Keras's Hashing docstring gives these buckets for salt [133, 137] and 3 bins.
   expect_ints(salted(oov), Shape{5}, {1, 2, 1, 0, 2});
@@ -168,19 +168,19 @@ TEST(StringLookupTest, AdaptLearnsInverseDocumentFrequencies) {
 }
 
 TEST(StringLookupTest, RaggedRows) {
-  StringLookup layer({.vocabulary = kVocab});
+  StringLookup layer({.vocabulary = kStringVocab});
   const RaggedTensor rows = RaggedTensor::from_row_lengths(Tensor::from_strings({"a", "z", "d", "b"}),
                                                            testing::ints(Shape{3}, {2, 0, 2}));
   const RaggedTensor out = RaggedTensor::from_tree(layer(rows.to_tree()));
   EXPECT_EQ(out.row_splits().to_vector<int64_t>(), (std::vector<int64_t>{0, 2, 2, 4}));
   EXPECT_EQ(out.values().to_vector<int64_t>(), (std::vector<int64_t>{1, 0, 4, 2}));
-  StringLookup counts({.vocabulary = kVocab, .output_mode = OutputMode::kCount});
+  StringLookup counts({.vocabulary = kStringVocab, .output_mode = OutputMode::kCount});
   expect_floats(counts(rows.to_tree()).tensor(), Shape{3, 5}, {1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1});
 }
 
 TEST(StringLookupTest, ConfigCarriesTheAdaptedVocabulary) {
   StringLookup layer({.mask_token = "", .name = "words"});
-  layer.adapt(docstring_data());
+  layer.adapt(string_docstring_data());
   const nlohmann::json config = serialize_layer(layer);
   EXPECT_EQ(config["config"]["vocabulary"], nlohmann::json::parse(R"(["", "[UNK]", "d", "z", "c", "b", "a"])"));
   EXPECT_EQ(config["config"]["mask_token"], "");
@@ -189,7 +189,7 @@ TEST(StringLookupTest, ConfigCarriesTheAdaptedVocabulary) {
   const auto clone = std::dynamic_pointer_cast<StringLookup>(layer_from_config(config));
   ASSERT_NE(clone, nullptr);
   EXPECT_EQ(clone->get_vocabulary(), layer.get_vocabulary());
-  expect_ints((*clone)(docstring_data()), Shape{2, 3}, {6, 4, 2, 2, 3, 5});
+  expect_ints((*clone)(string_docstring_data()), Shape{2, 3}, {6, 4, 2, 2, 3, 5});
   clone->adapt(Tensor::from_strings({"q"}));  // an adapted layer stays adaptable after a round trip
   EXPECT_EQ(clone->get_vocabulary(), (std::vector<std::string>{"", "[UNK]", "q"}));
 }
@@ -204,7 +204,7 @@ TEST(StringLookupTest, ConfigAcceptsKerasSpellings) {
 }
 
 TEST(StringLookupTest, WorksInDatasetMapOnWorkerThreads) {
-  const auto layer = std::make_shared<StringLookup>(StringLookupOptions{.vocabulary = kVocab});
+  const auto layer = std::make_shared<StringLookup>(StringLookupOptions{.vocabulary = kStringVocab});
   std::vector<std::string> words;
   for (int i = 0; i < 400; ++i) words.push_back(std::string(1, static_cast<char>('a' + i % 6)));
   auto ds = data::Dataset::from_tensor_slices(Tensor::from_strings(words))
@@ -226,7 +226,7 @@ TEST(StringLookupTest, Errors) {
               ThrowsMessage<ValueError>(HasSubstr("expected num_oov_indices >= 0. Received: num_oov_indices=-1")));
   EXPECT_THAT([] { StringLookup({.idf_weights = {1.f}}); },
               ThrowsMessage<ValueError>(HasSubstr("idf_weights are only used with output_mode tf_idf")));
-  EXPECT_THAT([] { StringLookup({.vocabulary = kVocab, .output_mode = OutputMode::kTfIdf}); },
+  EXPECT_THAT([] { StringLookup({.vocabulary = kStringVocab, .output_mode = OutputMode::kTfIdf}); },
               ThrowsMessage<ValueError>(HasSubstr("with a vocabulary and output_mode tf_idf, idf_weights must be "
                                                   "given too")));
   EXPECT_THAT([] { StringLookup({.vocabulary = {"a", "b", "a", "c", "b"}, .name = "s"}); },
@@ -234,7 +234,7 @@ TEST(StringLookupTest, Errors) {
                                                   "b'b']")));
   EXPECT_THAT([] { StringLookup({.mask_token = "", .vocabulary = {"a", ""}, .name = "s"}); },
               ThrowsMessage<ValueError>(HasSubstr("s: found the mask token b'' at vocabulary index 1")));
-  EXPECT_THAT([] { StringLookup({.max_tokens = 3, .vocabulary = kVocab, .name = "s"}); },
+  EXPECT_THAT([] { StringLookup({.max_tokens = 3, .vocabulary = kStringVocab, .name = "s"}); },
               ThrowsMessage<ValueError>(HasSubstr("s: the vocabulary has 5 entries with the special tokens, more "
                                                   "than max_tokens=3")));
   EXPECT_THAT(
@@ -244,10 +244,10 @@ TEST(StringLookupTest, Errors) {
 }
 
 TEST(StringLookupTest, CallErrors) {
-  StringLookup layer({.vocabulary = kVocab, .name = "words"});
+  StringLookup layer({.vocabulary = kStringVocab, .name = "words"});
   EXPECT_THAT([&] { layer(testing::ints(Shape{2}, {1, 2})); },
               ThrowsMessage<DTypeError>(HasSubstr("words: expected string inputs, got dtype int64")));
-  StringLookup strict({.num_oov_indices = 0, .vocabulary = kVocab, .name = "strict"});
+  StringLookup strict({.num_oov_indices = 0, .vocabulary = kStringVocab, .name = "strict"});
   EXPECT_THAT([&] { strict(Tensor::from_strings({"a", "z", "q"})); },
               ThrowsMessage<ValueError>(HasSubstr("strict: with num_oov_indices=0 every input must be in the "
                                                   "vocabulary; found OOV values [b'z', b'q']")));
@@ -255,7 +255,7 @@ TEST(StringLookupTest, CallErrors) {
   EXPECT_THAT([&] { unset(Tensor::from_strings({"a"})); },
               ThrowsMessage<ValueError>(HasSubstr("unset: output_mode multi_hot needs a vocabulary before the layer "
                                                   "is called")));
-  StringLookup called({.vocabulary = kVocab, .output_mode = OutputMode::kCount, .name = "called"});
+  StringLookup called({.vocabulary = kStringVocab, .output_mode = OutputMode::kCount, .name = "called"});
   called(Tensor::from_strings({"a"}));
   EXPECT_THAT([&] { called.set_vocabulary({"x", "y"}); },
               ThrowsMessage<ValueError>(HasSubstr("called: with output_mode count and pad_to_max_tokens=false the "
@@ -276,7 +276,7 @@ TEST(StringLookupTest, AdaptErrors) {
   EXPECT_THAT([&] { layer.adapt(data::Dataset::from_tensor_slices(Tensor::from_strings({"a"})).repeat()); },
               ThrowsMessage<ValueError>(HasSubstr("words: adapt was given an infinitely repeating dataset; pass "
                                                   "`steps`")));
-  StringLookup fixed({.vocabulary = kVocab, .name = "fixed"});
+  StringLookup fixed({.vocabulary = kStringVocab, .name = "fixed"});
   EXPECT_THAT([&] { fixed.adapt(Tensor::from_strings({"a"})); },
               ThrowsMessage<ValueError>(HasSubstr("fixed: cannot adapt a layer that was given its vocabulary at "
                                                   "construction")));
