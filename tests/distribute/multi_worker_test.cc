@@ -108,7 +108,7 @@ models::CompileOptions mlp_compile_options(Shared<optimizers::Optimizer> optimiz
 }
 
 // The "shuffle_*" scenarios' data: 98 rows in batches of 16, 7 steps an epoch, 3 epochs;
-// rank r seeds its layers with kShuffleSeed + r.
+// rank r reseeds its layer stream with kShuffleSeed + r before fit.
 constexpr int64_t kShuffleRows = 98, kShuffleBatch = 16, kShuffleStepsPerEpoch = 7, kShuffleEpochs = 3;
 constexpr uint64_t kShuffleSeed = 11;
 
@@ -116,7 +116,6 @@ constexpr uint64_t kShuffleSeed = 11;
 // "shuffle_*" scenarios' data, kShuffleStepsPerEpoch a pass) in order: the reference
 // for a multi-worker run that took them.
 json replay_in_one_process(const std::vector<std::vector<int64_t>>& steps) {
-  layers::set_random_seed(kShuffleSeed);  // rank 0's
   const testing::Blobs train = testing::separable_blobs(kShuffleRows, 3);
   std::vector<Tree> batches;
   for (const auto& rows : steps) {
@@ -273,11 +272,12 @@ json run_scenario(const std::string& scenario, bool multi_worker) {
   if (scenario == "shuffle_arrays" || scenario == "shuffle_dataset") {
     // fit's default shuffle of arrays (seeded by the layers' stream), or an unseeded
     // Dataset::shuffle (seeded by the job's agreed stream): every worker must take its rows
-    // of the same global batches. Each records the rows it trained on. The ranks' layer
-    // streams differ, as they may in a user's job, so fit's shuffle must be rank 0's.
-    layers::set_random_seed(kShuffleSeed + static_cast<uint64_t>(rank));
+    // of the same global batches. Each records the rows it trained on. After the model is
+    // built the ranks' layer streams differ, as they may in a user's job, so fit's shuffle
+    // must be rank 0's.
     const testing::Blobs train = testing::separable_blobs(kShuffleRows, 3);
     auto model = row_recording_mlp(train.x);
+    layers::set_random_seed(kShuffleSeed + static_cast<uint64_t>(rank));
     compile(*model, mlp_compile_options(optimizers::SGD({.learning_rate = 0.1})));
     models::History history;
     if (scenario == "shuffle_arrays") {
