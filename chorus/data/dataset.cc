@@ -210,6 +210,11 @@ Dataset Dataset::zip(const std::vector<Dataset>& datasets) {
 
 Dataset Dataset::map(std::function<Tree(const Tree&)> fn, MapOptions options) const {
   if (!fn) throw ValueError("map: expected a function, got an empty one");
+  return map([fn = std::move(fn)](const Tree& element, const ElementPosition&) { return fn(element); }, options);
+}
+
+Dataset Dataset::map(std::function<Tree(const Tree&, const ElementPosition&)> fn, MapOptions options) const {
+  if (!fn) throw ValueError("map: expected a function, got an empty one");
   require(options.num_parallel_calls > 0 || options.num_parallel_calls == kAutotune, "map",
           "num_parallel_calls > 0 or kAutotune (-1)", "num_parallel_calls", options.num_parallel_calls);
   return Dataset(make_map_dataset(impl_, std::move(fn), options));

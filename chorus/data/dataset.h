@@ -86,6 +86,15 @@ struct MapOptions {
   int num_parallel_calls = 1;
 };
 
+// Where a map function's element is: pass `epoch` of the dataset, element `index` of
+// that pass as the map stage sees it (0, 1, ... in input order, whatever the number of
+// parallel calls). Random augmentations keyed by it (text::MaskedLMMaskGenerator) are
+// the same on every run, thread count and restore.
+struct ElementPosition {
+  int64_t epoch = 0;
+  int64_t index = 0;
+};
+
 struct PaddedBatchOptions {
   // Per-leaf padded shape without the batch axis, -1 meaning "the longest in the batch".
   // Empty: pad every axis to the longest in the batch.
@@ -123,6 +132,8 @@ class Dataset {
   // thread, or on the iterator's workers (MapOptions). Pipelines do not record on
   // gradient tapes of worker threads; keep fn free of training-state side effects.
   Dataset map(std::function<Tree(const Tree&)> fn, MapOptions options = {}) const;
+  // fn(element, its position): for maps that draw random numbers per element and epoch.
+  Dataset map(std::function<Tree(const Tree&, const ElementPosition&)> fn, MapOptions options = {}) const;
   // The elements for which predicate(element) is true; cardinality unknown.
   Dataset filter(std::function<bool(const Tree&)> predicate) const;
   // tf.data semantics: a buffer of `buffer_size` elements, each output drawn uniformly

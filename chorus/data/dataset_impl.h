@@ -187,8 +187,9 @@ DatasetPtr make_zip_dataset(std::vector<DatasetPtr> inputs);
 // Dispatches to make_parallel_map_dataset when options.num_parallel_calls != 1. Both
 // save {"op": "map", "count": outputs so far} (the sequential one adds "input": its
 // input's state) and restore either form.
-DatasetPtr make_map_dataset(DatasetPtr input, std::function<Tree(const Tree&)> fn, MapOptions options);
-DatasetPtr make_parallel_map_dataset(DatasetPtr input, std::function<Tree(const Tree&)> fn, int num_workers);
+using PositionedMapFn = std::function<Tree(const Tree&, const ElementPosition&)>;
+DatasetPtr make_map_dataset(DatasetPtr input, PositionedMapFn fn, MapOptions options);
+DatasetPtr make_parallel_map_dataset(DatasetPtr input, PositionedMapFn fn, int num_workers);
 DatasetPtr make_filter_dataset(DatasetPtr input, std::function<bool(const Tree&)> predicate);
 DatasetPtr make_shuffle_dataset(DatasetPtr input, int64_t buffer_size, uint64_t seed, bool reshuffle);
 DatasetPtr make_batch_dataset(DatasetPtr input, int64_t batch_size, bool drop_remainder);

@@ -67,6 +67,20 @@ std::vector<DatasetSpec> make_registry() {
       .packaging = Packaging::kPlainFiles,
       .data_subdir = "",
   });
+
+  // WikiText-2 (v1, tokenized) from Salesforce's original bucket, as Keras's BERT tutorial
+  // fetches it. SHA-256: the DataDeps.jl registration of this URL. Not downloadable
+  // here (no network), but its extracted files' SHA-1s equal both MXNet's pins
+  // (gluonnlp's WikiText2) and those of ../shared/data/wikitext-2, so the release is
+  // the same. The size is informational (progress totals).
+  specs.push_back({
+      .name = "wikitext-2",
+      .description = "WikiText-2 (Salesforce): 2M words of Wikipedia articles, tokenized (train/valid/test)",
+      .base_urls = {"https://s3.amazonaws.com/research.metamind.io/wikitext/"},
+      .files = {{"wikitext-2-v1.zip", "92675f1d63015c1c8b51f1656a52d5bdbc33aafa60cc47a218a66e7ee817488c", 4475746}},
+      .packaging = Packaging::kArchive,
+      .data_subdir = "wikitext-2",
+  });
   return specs;
 }
 

@@ -18,7 +18,7 @@ namespace {
 
 class ParallelMapDataset final : public UnaryDataset {
  public:
-  ParallelMapDataset(DatasetPtr input, std::function<Tree(const Tree&)> fn, int num_workers)
+  ParallelMapDataset(DatasetPtr input, PositionedMapFn fn, int num_workers)
       : UnaryDataset(std::move(input)), fn_(std::move(fn)), num_workers_(num_workers) {}
   std::unique_ptr<IteratorImpl> make_iterator(int64_t epoch) const override;
   int64_t cardinality() const override { return input_->cardinality(); }
@@ -26,11 +26,11 @@ class ParallelMapDataset final : public UnaryDataset {
   DatasetPtr with_input(DatasetPtr input) const override {
     return std::make_shared<ParallelMapDataset>(std::move(input), fn_, num_workers_);
   }
-  Tree apply(const Tree& element) const { return fn_(element); }
+  Tree apply(const Tree& element, const ElementPosition& position) const { return fn_(element, position); }
   int num_workers() const { return num_workers_; }
 
  private:
-  std::function<Tree(const Tree&)> fn_;
+  PositionedMapFn fn_;
   int num_workers_;
 };
 
@@ -82,6 +82,7 @@ class ParallelMapIterator final : public IteratorImpl {
   // One element in flight, in input order. Workers write result/error/ready under mutex_.
   struct Slot {
     std::optional<Tree> input;
+    ElementPosition position;
     std::optional<Tree> result;
     std::exception_ptr error;
     bool ready = false;
@@ -113,6 +114,8 @@ class ParallelMapIterator final : public IteratorImpl {
       }
       {
         std::lock_guard lock(mutex_);
+        // Every slot before this one is in the window or was returned (count_).
+        slot.position = {.epoch = epoch_, .index = count_ + static_cast<int64_t>(window_.size())};
         window_.push_back(std::move(slot));
         if (!window_.back().ready) tasks_.push_back(&window_.back());
       }
@@ -133,7 +136,7 @@ class ParallelMapIterator final : public IteratorImpl {
       std::optional<Tree> result;
       std::exception_ptr error;
       try {
-        result = ds_->apply(*slot->input);
+        result = ds_->apply(*slot->input, slot->position);
       } catch (...) {
         error = std::current_exception();
       }
@@ -182,7 +185,7 @@ std::unique_ptr<IteratorImpl> ParallelMapDataset::make_iterator(int64_t epoch) c
 
 }  // namespace
 
-DatasetPtr make_parallel_map_dataset(DatasetPtr input, std::function<Tree(const Tree&)> fn, int num_workers) {
+DatasetPtr make_parallel_map_dataset(DatasetPtr input, PositionedMapFn fn, int num_workers) {
   if (num_workers == kAutotune) num_workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::make_shared<ParallelMapDataset>(std::move(input), std::move(fn), num_workers);
 }

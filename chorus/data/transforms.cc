@@ -26,16 +26,16 @@ namespace {
 
 class MapDataset final : public UnaryDataset {
  public:
-  MapDataset(DatasetPtr input, std::function<Tree(const Tree&)> fn)
+  MapDataset(DatasetPtr input, PositionedMapFn fn)
       : UnaryDataset(std::move(input)), fn_(std::move(fn)) {}
   std::unique_ptr<IteratorImpl> make_iterator(int64_t epoch) const override;
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string name() const override { return "map"; }
   DatasetPtr with_input(DatasetPtr input) const override { return std::make_shared<MapDataset>(std::move(input), fn_); }
-  Tree apply(const Tree& element) const { return fn_(element); }
+  Tree apply(const Tree& element, const ElementPosition& position) const { return fn_(element, position); }
 
  private:
-  std::function<Tree(const Tree&)> fn_;
+  PositionedMapFn fn_;
 };
 
 class MapIterator final : public IteratorImpl {
@@ -45,8 +45,7 @@ class MapIterator final : public IteratorImpl {
   std::optional<Tree> next() override {
     std::optional<Tree> element = input_->next();
     if (!element) return std::nullopt;
-    ++count_;
-    return ds_->apply(*element);
+    return ds_->apply(*element, ElementPosition{.epoch = epoch_, .index = count_++});
   }
   int64_t advance(int64_t n) override {
     const int64_t skipped = input_->advance(n);  // 1:1, so fn need not run
@@ -414,7 +413,7 @@ std::unique_ptr<IteratorImpl> EnumerateDataset::make_iterator(int64_t epoch) con
 
 }  // namespace
 
-DatasetPtr make_map_dataset(DatasetPtr input, std::function<Tree(const Tree&)> fn, MapOptions options) {
+DatasetPtr make_map_dataset(DatasetPtr input, PositionedMapFn fn, MapOptions options) {
   if (options.num_parallel_calls == 1) return std::make_shared<MapDataset>(std::move(input), std::move(fn));
   return make_parallel_map_dataset(std::move(input), std::move(fn), options.num_parallel_calls);
 }

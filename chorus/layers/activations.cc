@@ -30,6 +30,8 @@ const std::map<std::string, Entry, std::less<>>& table() {
     add("softmax", [](const Tensor& x) { return softmax(x); });
     add("log_softmax", [](const Tensor& x) { return log_softmax(x); });
     add("gelu", [](const Tensor& x) { return gelu(x); });
+    // KerasHub's keras_hub>gelu_approximate (BERT's feedforward activation).
+    add("gelu_approximate", [](const Tensor& x) { return gelu(x, /*approximate=*/true); });
     add("softplus", softplus);
     add("softsign", softsign);
     add("silu", silu);

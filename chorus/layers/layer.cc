@@ -201,6 +201,15 @@ std::vector<std::pair<Variable, bool>> Layer::weights_with_trainability() const 
   return out;
 }
 
+Layer& Layer::get_layer(std::string_view name) const {
+  std::string existing;
+  for (Layer* layer : sublayers_) {
+    if (layer->name() == name) return *layer;
+    existing += (existing.empty() ? "'" : ", '") + layer->name() + "'";
+  }
+  throw_error<ValueError>("{}: No such layer: {}. Existing layers are: [{}]", name_, name, existing);
+}
+
 std::vector<Variable> Layer::weights() const {
   std::vector<Variable> out;
   for (auto& [v, trainable] : weights_with_trainability()) out.push_back(v);

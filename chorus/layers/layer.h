@@ -63,6 +63,10 @@ class Layer {
 
   // Direct sublayers in the order they were added.
   const std::vector<Layer*>& layers() const { return sublayers_; }
+  // The direct sublayer called `name` (Keras's Model.get_layer), e.g. to freeze it:
+  // model.get_layer("bert_backbone").get_layer("pooled_dense").set_trainable(false).
+  // Throws ValueError "No such layer: x. Existing layers are: [...]" naming this layer.
+  Layer& get_layer(std::string_view name) const;
 
   // The constructor arguments as Keras serialises them, plus "name" and "trainable".
   virtual nlohmann::json get_config() const;

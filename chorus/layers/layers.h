@@ -16,6 +16,7 @@
 #include "chorus/layers/input_layer.h"
 #include "chorus/layers/layer.h"
 #include "chorus/layers/layer_normalization.h"
+#include "chorus/layers/masked_lm_head.h"
 #include "chorus/layers/multi_head_attention.h"
 #include "chorus/layers/position_embedding.h"
 #include "chorus/layers/preprocessing/hashing.h"

@@ -17,6 +17,7 @@ struct BinaryCrossentropyOptions {
   double label_smoothing = 0;
   int axis = -1;  // the axis the element losses are averaged over
   std::string name = "binary_crossentropy";
+  std::string reduction = "sum_over_batch_size";  // see Loss
 };
 
 class BinaryCrossentropy : public Loss {

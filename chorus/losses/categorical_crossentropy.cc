@@ -28,7 +28,7 @@ Tensor categorical_values(const std::string& name, const Tensor& y_true, const T
 }  // namespace
 
 CategoricalCrossentropy::CategoricalCrossentropy(CategoricalCrossentropyOptions options)
-    : Loss(options.name), options_(std::move(options)) {
+    : Loss(options.name, options.reduction), options_(std::move(options)) {
   internal::check_label_smoothing(name(), options_.label_smoothing);
 }
 
@@ -37,7 +37,7 @@ Tensor CategoricalCrossentropy::call(const Tensor& y_true, const Tensor& y_pred)
 }
 
 nlohmann::json CategoricalCrossentropy::get_config() const {
-  nlohmann::json config = internal::base_config(name());
+  nlohmann::json config = internal::base_config(*this);
   config["from_logits"] = options_.from_logits;
   config["label_smoothing"] = options_.label_smoothing;
   config["axis"] = options_.axis;

@@ -19,6 +19,7 @@ struct CategoricalCrossentropyOptions {
   double label_smoothing = 0;
   int axis = -1;  // the class axis
   std::string name = "categorical_crossentropy";
+  std::string reduction = "sum_over_batch_size";  // see Loss
 };
 
 class CategoricalCrossentropy : public Loss {

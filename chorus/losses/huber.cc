@@ -24,7 +24,8 @@ Tensor huber_values(const std::string& name, const Tensor& y_true, const Tensor&
 
 }  // namespace
 
-Huber::Huber(HuberOptions options) : Loss(std::move(options.name)), delta_(options.delta) {
+Huber::Huber(HuberOptions options)
+    : Loss(std::move(options.name), std::move(options.reduction)), delta_(options.delta) {
   check_delta(name(), delta_);
 }
 
@@ -33,7 +34,7 @@ Tensor Huber::call(const Tensor& y_true, const Tensor& y_pred) const {
 }
 
 nlohmann::json Huber::get_config() const {
-  nlohmann::json config = internal::base_config(name());
+  nlohmann::json config = internal::base_config(*this);
   config["delta"] = delta_;
   return config;
 }

@@ -13,6 +13,7 @@ struct HuberOptions {
   // Where the loss turns from 0.5 * x^2 to delta * |x| - 0.5 * delta^2. Must be > 0.
   double delta = 1.0;
   std::string name = "huber_loss";  // Keras's default name for the class
+  std::string reduction = "sum_over_batch_size";  // see Loss
 };
 
 class Huber : public Loss {

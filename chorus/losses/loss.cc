@@ -50,30 +50,32 @@ std::string known_names() {
 
 // The loss of class `class_name` from its get_config() output.
 std::shared_ptr<Loss> make_from_config(const std::string& class_name, const nlohmann::json& c) {
-  internal::check_reduction(c, class_name);
+  const std::string reduction = internal::reduction_of(c, class_name);
   auto name = [&](const char* keras_default) { return c.value("name", std::string(keras_default)); };
   if (class_name == "MeanSquaredError") {
-    return std::make_shared<MeanSquaredError>(MeanSquaredErrorOptions{name("mean_squared_error")});
+    return std::make_shared<MeanSquaredError>(MeanSquaredErrorOptions{name("mean_squared_error"), reduction});
   }
   if (class_name == "MeanAbsoluteError") {
-    return std::make_shared<MeanAbsoluteError>(MeanAbsoluteErrorOptions{name("mean_absolute_error")});
+    return std::make_shared<MeanAbsoluteError>(MeanAbsoluteErrorOptions{name("mean_absolute_error"), reduction});
   }
   if (class_name == "Huber") {
-    return std::make_shared<Huber>(HuberOptions{.delta = c.value("delta", 1.0), .name = name("huber_loss")});
+    return std::make_shared<Huber>(HuberOptions{.delta = c.value("delta", 1.0), .name = name("huber_loss"), .reduction = reduction});
   }
   if (class_name == "BinaryCrossentropy") {
     return std::make_shared<BinaryCrossentropy>(
         BinaryCrossentropyOptions{.from_logits = c.value("from_logits", false),
                                   .label_smoothing = c.value("label_smoothing", 0.0),
                                   .axis = c.value("axis", -1),
-                                  .name = name("binary_crossentropy")});
+                                  .name = name("binary_crossentropy"),
+                                  .reduction = reduction});
   }
   if (class_name == "CategoricalCrossentropy") {
     return std::make_shared<CategoricalCrossentropy>(
         CategoricalCrossentropyOptions{.from_logits = c.value("from_logits", false),
                                        .label_smoothing = c.value("label_smoothing", 0.0),
                                        .axis = c.value("axis", -1),
-                                       .name = name("categorical_crossentropy")});
+                                       .name = name("categorical_crossentropy"),
+                                       .reduction = reduction});
   }
   if (class_name == "SparseCategoricalCrossentropy") {
     if (c.contains("ignore_class") && !c["ignore_class"].is_null()) {
@@ -81,7 +83,9 @@ std::shared_ptr<Loss> make_from_config(const std::string& class_name, const nloh
                               c["ignore_class"].dump());
     }
     return std::make_shared<SparseCategoricalCrossentropy>(SparseCategoricalCrossentropyOptions{
-        .from_logits = c.value("from_logits", false), .name = name("sparse_categorical_crossentropy")});
+        .from_logits = c.value("from_logits", false),
+        .name = name("sparse_categorical_crossentropy"),
+        .reduction = reduction});
   }
   throw_error<ValueError>(
       "Loss::from_config: unknown loss class '{}'; known classes: MeanSquaredError, MeanAbsoluteError, Huber, "
@@ -91,9 +95,13 @@ std::shared_ptr<Loss> make_from_config(const std::string& class_name, const nloh
 
 }  // namespace
 
+Loss::Loss(std::string name, std::string reduction) : name_(std::move(name)), reduction_(std::move(reduction)) {
+  internal::check_reduction(name_, reduction_);
+}
+
 Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) const {
   internal::check_defined(name_, y_true, y_pred);
-  return internal::reduce_weighted(name_, call(y_true, y_pred), sample_weight);
+  return internal::reduce_weighted(name_, call(y_true, y_pred), sample_weight, reduction_);
 }
 
 std::shared_ptr<Loss> Loss::from_name(std::string_view name) {

@@ -1,7 +1,7 @@
 // Loss: Keras's loss objects. call() gives one loss per sample; operator() applies the
-// sample weights and Keras's default reduction, "sum_over_batch_size" (the weighted
-// sum over the batch divided by the number of samples). Stateless after construction:
-// safe to use from several replica threads at once.
+// sample weights and the reduction (Keras's default "sum_over_batch_size": the weighted
+// sum divided by the number of loss values). Stateless after construction: safe to use
+// from several replica threads at once.
 #pragma once
 
 #include <memory>
@@ -16,12 +16,17 @@ namespace chorus::losses {
 
 class Loss {
  public:
-  explicit Loss(std::string name) : name_(std::move(name)) {}
+  // `reduction` (Keras 3's): "sum_over_batch_size" (the weighted sum / the number of
+  // loss values), "mean" (the same), "sum", "mean_with_sample_weight" (the weighted sum
+  // / the sum of the weights: a masked-LM loss averaged over its real positions), or
+  // "none" (the weighted values, unreduced). Throws ValueError naming the loss otherwise.
+  explicit Loss(std::string name, std::string reduction = "sum_over_batch_size");
   virtual ~Loss() = default;
 
   const std::string& name() const { return name_; }
+  const std::string& reduction() const { return reduction_; }
 
-  // The reduced, differentiable scalar loss. `sample_weight` (optional) has shape
+  // The reduced, differentiable loss (a scalar unless reduction is "none"). `sample_weight` (optional) has shape
   // (batch,) or broadcasts against the per-sample losses. Errors name the loss:
   // "sparse_categorical_crossentropy: label 12 out of range [0, 10) at batch element 3".
   Tensor operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight = {}) const;
@@ -42,6 +47,7 @@ class Loss {
 
  private:
   std::string name_;
+  std::string reduction_;
 };
 
 }  // namespace chorus::losses

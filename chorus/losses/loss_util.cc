@@ -1,6 +1,8 @@
 #include "chorus/losses/loss_util.h"
 
 #include <algorithm>
+#include <array>
+#include <string_view>
 #include <vector>
 
 #include "chorus/core/creation.h"
@@ -64,13 +66,25 @@ std::pair<Tensor, Tensor> squeeze_or_expand_to_same_rank(const Tensor& a, const 
   return {reshaped(a, sa), reshaped(b, sb)};
 }
 
-nlohmann::json base_config(const std::string& name) { return {{"name", name}, {"reduction", "sum_over_batch_size"}}; }
+nlohmann::json base_config(const Loss& loss) { return {{"name", loss.name()}, {"reduction", loss.reduction()}}; }
 
-void check_reduction(const nlohmann::json& config, const std::string& class_name) {
-  if (config.contains("reduction") && config["reduction"] != "sum_over_batch_size") {
-    throw_error<ValueError>("{}: unsupported reduction {}; chorus implements \"sum_over_batch_size\" only", class_name,
-                            config["reduction"].dump());
+void check_reduction(const std::string& owner, const std::string& reduction) {
+  static constexpr std::array<std::string_view, 5> kKnown = {"sum_over_batch_size", "mean", "sum",
+                                                             "mean_with_sample_weight", "none"};
+  if (std::find(kKnown.begin(), kKnown.end(), reduction) == kKnown.end()) {
+    throw_error<ValueError>("{}: unknown reduction '{}'; expected one of sum_over_batch_size, mean, sum, "
+                            "mean_with_sample_weight, none",
+                            owner, reduction);
   }
+}
+
+std::string reduction_of(const nlohmann::json& config, const std::string& class_name) {
+  if (!config.contains("reduction")) return "sum_over_batch_size";
+  const nlohmann::json& r = config["reduction"];
+  if (r.is_null()) return "none";
+  if (!r.is_string()) throw_error<ValueError>("{}: expected reduction to be a string, got {}", class_name, r.dump());
+  check_reduction(class_name, r.get<std::string>());
+  return r.get<std::string>();
 }
 
 void check_label_smoothing(const std::string& name, double label_smoothing) {
@@ -100,8 +114,10 @@ std::pair<Tensor, Tensor> aligned_pair(const std::string& name, const Tensor& y_
   return {t, p};
 }
 
-Tensor reduce_weighted(const std::string& name, const Tensor& losses, const Tensor& sample_weight) {
+Tensor reduce_weighted(const std::string& name, const Tensor& losses, const Tensor& sample_weight,
+                       const std::string& reduction) {
   Tensor weighted = as_float32(losses);
+  double weight_total = 0;  // the weights summed over the losses' shape
   if (sample_weight.defined()) {
     auto [values, weight] = squeeze_or_expand_to_same_rank(weighted, as_float32(sample_weight));
     if (is_leading_prefix(weight.shape(), values.shape())) {
@@ -114,6 +130,19 @@ Tensor reduce_weighted(const std::string& name, const Tensor& losses, const Tens
                               sample_weight.shape().to_string(), losses.shape().to_string());
     }
     weighted = ops::multiply(values, weight);
+    if (reduction == "mean_with_sample_weight" && weight.numel() > 0) {
+      weight_total = static_cast<double>(ops::sum(weight).item<float>()) * static_cast<double>(values.numel()) /
+                     static_cast<double>(weight.numel());
+    }
+  } else {
+    weight_total = static_cast<double>(weighted.numel());
+  }
+  if (reduction == "none") return weighted;
+  if (reduction == "sum") return ops::sum(weighted);
+  if (reduction == "mean_with_sample_weight") {
+    // divide_no_nan: a batch whose weights are all 0 has loss 0. Weights are inputs, so
+    // the divisor is a constant of the step, not a path for gradients.
+    return ops::divide(ops::sum(weighted), scalar(weight_total == 0 ? 1.0 : weight_total));
   }
   const int64_t count = std::max<int64_t>(weighted.numel(), 1);  // an empty batch sums to 0
   return ops::divide(ops::sum(weighted), scalar(static_cast<double>(count)));

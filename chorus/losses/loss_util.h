@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "chorus/core/tensor.h"
+#include "chorus/losses/loss.h"
 
 namespace chorus::losses::internal {
 
@@ -21,11 +22,13 @@ std::pair<Shape, Shape> squeeze_or_expand_shapes(const Shape& a, const Shape& b)
 // The same on tensors, as differentiable reshapes.
 std::pair<Tensor, Tensor> squeeze_or_expand_to_same_rank(const Tensor& a, const Tensor& b);
 
-// The config keys every loss has: {"name": name, "reduction": "sum_over_batch_size"}.
-nlohmann::json base_config(const std::string& name);
-// Checks that a config's "reduction", if present, is "sum_over_batch_size" (the only one
-// chorus implements); throws ValueError naming `class_name` otherwise.
-void check_reduction(const nlohmann::json& config, const std::string& class_name);
+// The config keys every loss has: {"name": ..., "reduction": ...}.
+nlohmann::json base_config(const Loss& loss);
+// Throws ValueError naming `owner` unless `reduction` is one Loss accepts.
+void check_reduction(const std::string& owner, const std::string& reduction);
+// A config's "reduction" (default "sum_over_batch_size"; null means "none", as Keras's
+// None), checked.
+std::string reduction_of(const nlohmann::json& config, const std::string& class_name);
 
 // Throws ValueError "<name>: expected label_smoothing in [0, 1], got 1.5".
 void check_label_smoothing(const std::string& name, double label_smoothing);
@@ -42,13 +45,15 @@ Tensor as_float32(const Tensor& x);
 // "mean_squared_error: y_true shape (64, 2) and y_pred shape (64, 3) do not match".
 std::pair<Tensor, Tensor> aligned_pair(const std::string& name, const Tensor& y_true, const Tensor& y_pred);
 
-// Keras's reduce_weighted_values with reduction "sum_over_batch_size": the sum of
+// Keras's reduce_weighted_values: for "sum_over_batch_size" (and "mean"), the sum of
 // losses * sample_weight divided by the number of loss elements (0 for no elements), as
-// a float32 scalar. An undefined sample_weight weighs every element 1. The weight is
+// a float32 scalar; "sum" does not divide; "mean_with_sample_weight" divides by the sum
+// of the weights (0 for a zero sum, as divide_no_nan); "none" returns the weighted values. An undefined sample_weight weighs every element 1. The weight is
 // rank-aligned like Keras (squeeze_or_expand_shapes), then, if it still has fewer axes,
 // matched to the leading axes of the losses (a (batch,) weight weighs each sample of
 // (batch, T) losses); it must then broadcast to the losses' shape, else ShapeError
 // "<name>: sample_weight shape (3,) does not broadcast to the per-sample losses' shape (4,)".
-Tensor reduce_weighted(const std::string& name, const Tensor& losses, const Tensor& sample_weight);
+Tensor reduce_weighted(const std::string& name, const Tensor& losses, const Tensor& sample_weight,
+                       const std::string& reduction = "sum_over_batch_size");
 
 }  // namespace chorus::losses::internal

@@ -14,13 +14,14 @@ Tensor absolute_error(const std::string& name, const Tensor& y_true, const Tenso
 
 }  // namespace
 
-MeanAbsoluteError::MeanAbsoluteError(MeanAbsoluteErrorOptions options) : Loss(std::move(options.name)) {}
+MeanAbsoluteError::MeanAbsoluteError(MeanAbsoluteErrorOptions options)
+    : Loss(std::move(options.name), std::move(options.reduction)) {}
 
 Tensor MeanAbsoluteError::call(const Tensor& y_true, const Tensor& y_pred) const {
   return absolute_error(name(), y_true, y_pred);
 }
 
-nlohmann::json MeanAbsoluteError::get_config() const { return internal::base_config(name()); }
+nlohmann::json MeanAbsoluteError::get_config() const { return internal::base_config(*this); }
 
 nlohmann::json MeanAbsoluteError::to_config() const {
   return {{"class_name", "MeanAbsoluteError"}, {"config", get_config()}};

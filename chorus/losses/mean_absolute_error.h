@@ -10,6 +10,7 @@ namespace chorus::losses {
 
 struct MeanAbsoluteErrorOptions {
   std::string name = "mean_absolute_error";
+  std::string reduction = "sum_over_batch_size";  // see Loss
 };
 
 class MeanAbsoluteError : public Loss {

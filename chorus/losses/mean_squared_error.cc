@@ -14,13 +14,14 @@ Tensor squared_error(const std::string& name, const Tensor& y_true, const Tensor
 
 }  // namespace
 
-MeanSquaredError::MeanSquaredError(MeanSquaredErrorOptions options) : Loss(std::move(options.name)) {}
+MeanSquaredError::MeanSquaredError(MeanSquaredErrorOptions options)
+    : Loss(std::move(options.name), std::move(options.reduction)) {}
 
 Tensor MeanSquaredError::call(const Tensor& y_true, const Tensor& y_pred) const {
   return squared_error(name(), y_true, y_pred);
 }
 
-nlohmann::json MeanSquaredError::get_config() const { return internal::base_config(name()); }
+nlohmann::json MeanSquaredError::get_config() const { return internal::base_config(*this); }
 
 nlohmann::json MeanSquaredError::to_config() const {
   return {{"class_name", "MeanSquaredError"}, {"config", get_config()}};

@@ -10,6 +10,7 @@ namespace chorus::losses {
 
 struct MeanSquaredErrorOptions {
   std::string name = "mean_squared_error";
+  std::string reduction = "sum_over_batch_size";  // see Loss
 };
 
 class MeanSquaredError : public Loss {

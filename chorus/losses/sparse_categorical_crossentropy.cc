@@ -132,14 +132,14 @@ Tensor sparse_values(const std::string& name, const Tensor& y_true, const Tensor
 }  // namespace
 
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(SparseCategoricalCrossentropyOptions options)
-    : Loss(std::move(options.name)), from_logits_(options.from_logits) {}
+    : Loss(std::move(options.name), std::move(options.reduction)), from_logits_(options.from_logits) {}
 
 Tensor SparseCategoricalCrossentropy::call(const Tensor& y_true, const Tensor& y_pred) const {
   return sparse_values(name(), y_true, y_pred, from_logits_);
 }
 
 nlohmann::json SparseCategoricalCrossentropy::get_config() const {
-  nlohmann::json config = internal::base_config(name());
+  nlohmann::json config = internal::base_config(*this);
   config["from_logits"] = from_logits_;
   return config;
 }

@@ -16,6 +16,7 @@ struct SparseCategoricalCrossentropyOptions {
   // [1e-7, 1 - 1e-7] before the log, as Keras does. true: y_pred holds logits.
   bool from_logits = false;
   std::string name = "sparse_categorical_crossentropy";
+  std::string reduction = "sum_over_batch_size";  // see Loss
 };
 
 class SparseCategoricalCrossentropy : public Loss {

@@ -1,6 +1,10 @@
-// One include for the model API: Model, Sequential, load_model, callbacks' base, History.
+// One include for the model API: Model, Sequential, load_model, callbacks' base, History,
+// and the BERT models.
 #pragma once
 
+#include "chorus/models/bert/bert_backbone.h"
+#include "chorus/models/bert/bert_masked_lm.h"
+#include "chorus/models/bert/bert_presets.h"
 #include "chorus/models/callback.h"
 #include "chorus/models/history.h"
 #include "chorus/models/logs.h"

@@ -317,7 +317,7 @@ TEST_F(DownloadTest, ConcurrentFetchesDownloadOnce) {
 TEST_F(DownloadTest, BadNamesAndOverridesAreValueErrors) {
   EXPECT_THAT([&] { fetch("nope", options_); },
               ThrowsMessage<ValueError>(HasSubstr("unknown dataset 'nope': expected one of movielens-100k, mnist, "
-                                                  "fashion-mnist")));
+                                                  "fashion-mnist, wikitext-2")));
   options_.sha256_overrides["u.data"] = sha256_hex("x");
   EXPECT_THAT([&] { fetch("movielens-100k", options_); },
               ThrowsMessage<ValueError>(HasSubstr("sha256_overrides names 'u.data', which is not a file")));
@@ -356,7 +356,7 @@ TEST(DatasetRegistryTest, EntriesAreWellFormed) {
       EXPECT_GT(file.size_bytes, 0) << file.name;
     }
   }
-  EXPECT_EQ(names, (std::set<std::string>{"movielens-100k", "mnist", "fashion-mnist"}));
+  EXPECT_EQ(names, (std::set<std::string>{"movielens-100k", "mnist", "fashion-mnist", "wikitext-2"}));
 }
 
 // ../shared/data holds the original MNIST gz files: the registry's digests must be theirs.
@@ -394,7 +394,7 @@ TEST_F(DownloadTest, CliListsDatasetsAndReportsErrors) {
   if (list.exit_code == -1) GTEST_SKIP() << "the chorus CLI is not built: " << list.output;
   EXPECT_EQ(list.exit_code, 0) << list.output;
   EXPECT_THAT(list.output, AllOf(HasSubstr("movielens-100k"), HasSubstr("mnist"), HasSubstr("fashion-mnist"),
-                                 HasSubstr("not fetched")));
+                                 HasSubstr("wikitext-2"), HasSubstr("not fetched")));
 
   const CommandResult bad = run_chorus("data fetch nope", home_);
   EXPECT_EQ(bad.exit_code, 1);

@@ -121,6 +121,34 @@ TEST(DatasetPositionTest, CachesInEitherState) {
   std::filesystem::remove_all(dir);
 }
 
+// A positioned map sees (epoch, index) of each element: the same for sequential and
+// parallel maps, after a filter (indices count the map's own input), and after a restore.
+TEST(DatasetPositionTest, PositionedMapsSeeEpochAndIndex) {
+  auto tagged = [](int parallel) {
+    return Dataset::range(40)
+        .filter([](const Tree& e) { return e.tensor().item<int64_t>() % 3 != 0; })
+        .map(
+            [](const Tree& e, const ElementPosition& at) {
+              auto value = [](int64_t v) { return from_values<int64_t>(std::vector<int64_t>{v}, Shape{}); };
+              return Tree::list({e, value(at.epoch), value(at.index)});
+            },
+            {.num_parallel_calls = parallel});
+  };
+  for (int parallel : {1, 3}) {
+    auto it = tagged(parallel).iterator(2);
+    for (int64_t i = 0; auto e = it.next(); ++i) {
+      EXPECT_EQ((*e)[1].tensor().item<int64_t>(), 2);
+      EXPECT_EQ((*e)[2].tensor().item<int64_t>(), i) << "parallel " << parallel;
+    }
+  }
+  auto it = tagged(2).iterator(1);
+  for (int i = 0; i < 7; ++i) it.next();
+  auto resumed = tagged(1).iterator(1);
+  resumed.restore(it.position());
+  EXPECT_EQ((*resumed.next())[2].tensor().item<int64_t>(), 7);
+  expect_restores_exactly([&] { return tagged(2); }, kStops);
+}
+
 TEST(DatasetPositionTest, ThroughPrefetchAndParallelMap) {
   expect_restores_exactly([] { return Dataset::range(300).map(add_one, {.num_parallel_calls = 3}); }, kStops);
   expect_restores_exactly(

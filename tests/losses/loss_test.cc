@@ -225,13 +225,45 @@ TEST(LossTest, FromConfigErrors) {
                                                   "MeanSquaredError")));
   EXPECT_THAT([] { Loss::from_config({{"config", nlohmann::json::object()}}); },
               ThrowsMessage<ValueError>(HasSubstr("Loss::from_config: expected {\"class_name\"")));
-  EXPECT_THAT([] { Loss::from_config({{"class_name", "MeanSquaredError"}, {"config", {{"reduction", "sum"}}}}); },
-              ThrowsMessage<ValueError>(HasSubstr("MeanSquaredError: unsupported reduction \"sum\"")));
+  EXPECT_THAT([] { Loss::from_config({{"class_name", "MeanSquaredError"}, {"config", {{"reduction", "avg"}}}}); },
+              ThrowsMessage<ValueError>(HasSubstr("MeanSquaredError: unknown reduction 'avg'; expected one of "
+                                                  "sum_over_batch_size, mean, sum, mean_with_sample_weight, none")));
+  EXPECT_THAT([] { losses::MeanSquaredError({.name = "m", .reduction = "max"}); },
+              ThrowsMessage<ValueError>(HasSubstr("m: unknown reduction 'max'")));
   EXPECT_THAT([] { Loss::from_config({{"class_name", "Huber"}, {"config", {{"delta", "big"}}}}); },
               ThrowsMessage<ValueError>(HasSubstr("Loss::from_config: bad config for Huber")));
   const nlohmann::json ignore = {{"class_name", "SparseCategoricalCrossentropy"}, {"config", {{"ignore_class", -1}}}};
   EXPECT_THAT([&] { Loss::from_config(ignore); },
               ThrowsMessage<ValueError>(HasSubstr("SparseCategoricalCrossentropy: ignore_class is not supported")));
+}
+
+// Keras 3's reductions on the same weighted losses: [1, 4, 9, 16] * [1, 0, 1, 0].
+TEST(LossTest, ReductionsOfKeras3) {
+  const Tensor y = tensor_of({0, 0, 0, 0}, {4, 1}), p = tensor_of({1, 2, 3, 4}, {4, 1});
+  const Tensor w = tensor_of({1, 0, 1, 0}, {4});
+  auto reduced = [&](const char* reduction, const Tensor& weight) {
+    return losses::MeanSquaredError({.reduction = reduction})(y, p, weight);
+  };
+  EXPECT_FLOAT_EQ(reduced("sum_over_batch_size", w).item<float>(), 10.0f / 4);
+  EXPECT_FLOAT_EQ(reduced("mean", w).item<float>(), 10.0f / 4);
+  EXPECT_FLOAT_EQ(reduced("sum", w).item<float>(), 10.0f);
+  EXPECT_FLOAT_EQ(reduced("mean_with_sample_weight", w).item<float>(), 10.0f / 2);
+  EXPECT_FLOAT_EQ(reduced("mean_with_sample_weight", Tensor()).item<float>(), 30.0f / 4);
+  EXPECT_FLOAT_EQ(reduced("mean_with_sample_weight", tensor_of({0, 0, 0, 0}, {4})).item<float>(), 0.0f);
+  EXPECT_TRUE(testing::tensors_near(reduced("none", w), tensor_of({1, 0, 9, 0}, {4}), 0, 0));
+  // A masked-LM loss: (batch, masks) losses and weights, averaged over the real masks.
+  const Tensor logits = random_tensor(Shape{2, 3, 5}, 4);
+  const Tensor labels = from_values<int32_t>(std::vector<int32_t>{1, 0, 4, 2, 2, 0}, Shape{2, 3});
+  const Tensor mask = tensor_of({1, 1, 0, 1, 0, 0}, {2, 3});
+  const losses::SparseCategoricalCrossentropy mlm({.from_logits = true, .reduction = "mean_with_sample_weight"});
+  const auto per = losses::sparse_categorical_crossentropy(labels, logits, true).to_vector<double>();
+  EXPECT_NEAR(mlm(labels, logits, mask).item<float>(), (per[0] + per[1] + per[3]) / 3, 1e-6);
+  const nlohmann::json config = mlm.to_config();
+  EXPECT_EQ(config["config"]["reduction"], "mean_with_sample_weight");
+  EXPECT_EQ(Loss::from_config(config)->reduction(), "mean_with_sample_weight");
+  EXPECT_EQ(Loss::from_config({{"class_name", "Huber"}, {"config", {{"reduction", nullptr}}}})->reduction(), "none");
+  expect_gradients_match(
+      [&](const std::vector<Tensor>& in) { return mlm(labels, in[0], mask); }, {random_tensor(Shape{2, 3, 5}, 9)});
 }
 
 }  // namespace

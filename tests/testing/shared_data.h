@@ -26,6 +26,7 @@ inline std::filesystem::path shared_data_root() {
 inline std::string fetch_name(const std::string& name) {
   if (name == "ml-100k") return "movielens-100k";
   if (name == "mnist") return "mnist";
+  if (name == "wikitext-2") return "wikitext-2";
   return "";
 }
 

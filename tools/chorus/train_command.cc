@@ -1,6 +1,7 @@
 // `chorus train RECIPE`: runs a seed tutorial as a built-in recipe.
 #include <memory>
 
+#include "examples/bert_mlm_tutorial.h"
 #include "examples/mnist_tutorial.h"
 #include "examples/retrieval_tutorial.h"
 #include "tools/chorus/commands.h"
@@ -54,6 +55,25 @@ void add_train_command(CLI::App& app) {
     examples::RetrievalTutorialResult result = examples::run_retrieval_tutorial(*retrieval_options);
     examples::print_recommendations(result.recommendations);
   });
+
+  auto bert_options = std::make_shared<examples::BertMlmTutorialOptions>();
+  CLI::App* bert = train->add_subcommand(
+      "bert-mlm", "The KerasNLP tutorial: BERT-tiny masked LM on WikiText-2, MirroredStrategy, AdamW, TensorBoard");
+  bert->add_option("--data", bert_options->data_dir,
+                   "Directory with wiki.{train,valid,test}.tokens (default: fetch wikitext-2 into the data cache)");
+  bert->add_option("--vocabulary", bert_options->vocabulary,
+                   "BERT vocab.txt (default: learn a 30,522-token WordPiece vocabulary from the training split)");
+  bert->add_option("--devices", bert_options->devices, "Replicas (MirroredStrategy); 0: every local device")
+      ->check(CLI::NonNegativeNumber);
+  bert->add_option("--epochs", bert_options->epochs, "Epochs to train")->check(CLI::PositiveNumber);
+  bert->add_option("--steps-per-epoch", bert_options->steps_per_epoch, "Batches per epoch (default: the whole split)")
+      ->check(CLI::PositiveNumber);
+  bert->add_option("--sequence-length", bert_options->sequence_length, "Tokens per sequence, [CLS] and [SEP] included")
+      ->check(CLI::Range(int64_t{3}, int64_t{512}));
+  bert->add_option("--tensorboard", bert_options->tensorboard, "TensorBoard log directory");
+  bert->add_option("--verbose", bert_options->verbose, "0 silent, 1 progress bar, 2 one line per epoch");
+  bert->add_option("--seed", bert_options->seed, "Seed of the initial weights, shuffles and masks");
+  bert->callback([bert_options] { examples::run_bert_mlm_tutorial(*bert_options); });
 }
 
 }  // namespace chorus::cli

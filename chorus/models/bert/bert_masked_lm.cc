@@ -1,0 +1,154 @@
+// BertMaskedLM: backbone -> MaskedLMHead tied to the backbone's token table; presets by
+// name or folder; raw strings preprocessed inside fit/evaluate as KerasHub tasks do.
+#include "chorus/models/bert/bert_masked_lm.h"
+
+#include <fstream>
+#include <iostream>
+
+#include "chorus/data/download.h"
+#include "chorus/losses/sparse_categorical_crossentropy.h"
+#include "chorus/metrics/sparse_categorical_accuracy.h"
+#include "chorus/models/bert/bert_presets.h"
+#include "chorus/optimizers/adam.h"
+
+namespace chorus::models {
+namespace {
+
+// Rows of a (B,) string batch are keyed as elements batch_index * 2^32 + row: distinct for
+// every row of every batch, whatever the batch sizes.
+constexpr uint64_t kRowsPerBatchKey = uint64_t{1} << 32;
+
+// (x, y, sample_weight) as fit reads it, from the preprocessor's dict.
+Tree as_training_example(const Tree& example) {
+  Tree x = Tree{{"token_ids", example["token_ids"]},
+                {"segment_ids", example["segment_ids"]},
+                {"padding_mask", example["padding_mask"]},
+                {"mask_positions", example["mask_positions"]}};
+  return Tree::list({x, example["mask_ids"], example["mask_weights"]});
+}
+
+std::shared_ptr<const text::BertMaskedLMPreprocessor> make_preprocessor(const std::filesystem::path& vocabulary,
+                                                                          bool lowercase,
+                                                                          const BertPresetOptions& options,
+                                                                          int64_t vocabulary_size) {
+  if (!options.with_preprocessor) return nullptr;
+  if (!std::filesystem::exists(vocabulary)) {
+    throw_error<IOError>("BertMaskedLM.from_preset: vocabulary file {} not found; pass BertPresetOptions.vocabulary "
+                         "(e.g. shared/data/bert/vocab.txt)",
+                         vocabulary.string());
+  }
+  text::BertTokenizer tokenizer =
+      text::BertTokenizer::from_file(vocabulary.string(), text::BertTokenizerOptions{.lowercase = lowercase});
+  if (tokenizer.vocabulary_size() != vocabulary_size) {
+    throw_error<ValueError>("BertMaskedLM.from_preset: the vocabulary {} has {} tokens, but the model's "
+                            "vocabulary_size is {}",
+                            vocabulary.string(), tokenizer.vocabulary_size(), vocabulary_size);
+  }
+  return std::make_shared<text::BertMaskedLMPreprocessor>(std::move(tokenizer), options.preprocessor);
+}
+
+nlohmann::json read_preset_config(const std::filesystem::path& dir) {
+  const std::filesystem::path file = dir / "config.json";
+  std::ifstream in(file);
+  if (!in) throw_error<IOError>("BertMaskedLM.from_preset: {} has no config.json", dir.string());
+  try {
+    nlohmann::json json = nlohmann::json::parse(in);
+    if (json.value("class_name", "") != "BertMaskedLM" || !json.contains("config")) {
+      throw_error<ValueError>("BertMaskedLM.from_preset: {} holds a {}, not a BertMaskedLM saved by chorus",
+                              file.string(), json.value("class_name", std::string("config without a class_name")));
+    }
+    return json["config"]["backbone"];
+  } catch (const nlohmann::json::exception& e) {
+    throw_error<IOError>("BertMaskedLM.from_preset: {}: malformed JSON: {}", file.string(), e.what());
+  }
+}
+
+}  // namespace
+
+BertMaskedLM::BertMaskedLM(BertBackboneConfig config, std::shared_ptr<const text::BertMaskedLMPreprocessor> preprocessor,
+                           std::string name)
+    : Model("BertMaskedLM", std::move(name)), preprocessor_(std::move(preprocessor)) {
+  const int64_t vocabulary_size = config.vocabulary_size;
+  backbone_ = add<BertBackbone>(std::move(config));
+  head_ = add<layers::MaskedLMHead>(
+      vocabulary_size, &backbone_->token_embedding(),
+      layers::MaskedLMHeadOptions{.intermediate_activation = "gelu",
+                                  .kernel_initializer = layers::initializers::truncated_normal(0.0, 0.02),
+                                  .name = "mlm_head"});
+  compile({.optimizer = optimizers::Adam(5e-5),
+           .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+           .metrics = {metrics::SparseCategoricalAccuracy()}});
+}
+
+std::unique_ptr<BertMaskedLM> BertMaskedLM::from_preset(const std::string& name_or_dir, BertPresetOptions options) {
+  const std::filesystem::path dir(name_or_dir);
+  const bool is_dir = std::filesystem::is_directory(dir);
+  BertBackboneConfig config;
+  bool lowercase = true;
+  if (is_dir) {
+    config = BertBackboneConfig::from_json(read_preset_config(dir));
+    if (options.vocabulary.empty()) options.vocabulary = dir / "vocab.txt";
+  } else {
+    const BertPreset& preset = find_bert_preset(name_or_dir);
+    config = preset.config;
+    lowercase = preset.lowercase;
+    if (options.vocabulary.empty()) options.vocabulary = std::filesystem::path(data::data_home()) / "bert" / "vocab.txt";
+  }
+  if (options.dropout) config.dropout = *options.dropout;
+  auto model = std::make_unique<BertMaskedLM>(
+      config, make_preprocessor(options.vocabulary, lowercase, options, config.vocabulary_size));
+  if (is_dir) {
+    model->load_weights(dir / "model.weights.safetensors");
+  } else {
+    std::cout << "BertMaskedLM.from_preset: " << name_or_dir
+              << ": random initial weights (chorus downloads no checkpoints; pass a folder with weights to load them)\n";
+  }
+  return model;
+}
+
+Tree BertMaskedLM::call(const Tree& inputs, bool training) {
+  if (!inputs.is_dict() || !inputs.contains("mask_positions")) {
+    throw_error<ValueError>("{}: expected the backbone's dict plus \"mask_positions\", got {}", name(),
+                            inputs.empty() ? std::string("nothing") : inputs.to_string());
+  }
+  Tree backbone_inputs = Tree::Dict{};
+  for (const auto& [key, value] : inputs.dict()) {
+    if (key != "mask_positions") backbone_inputs[key] = value;
+  }
+  const Tree outputs = (*backbone_)(backbone_inputs, training);
+  return (*head_)(outputs["sequence_output"].tensor(), inputs["mask_positions"].tensor());
+}
+
+data::Dataset BertMaskedLM::preprocess(const data::Dataset& data) const {
+  if (!preprocessor_) return data;
+  return data.map(
+      [pre = preprocessor_](const Tree& element, const data::ElementPosition& at) -> Tree {
+        if (!element.is_tensor() || element.tensor().dtype() != kString) return element;
+        const Tensor& text = element.tensor();
+        const auto epoch = static_cast<uint64_t>(at.epoch), index = static_cast<uint64_t>(at.index);
+        if (text.rank() == 0) return as_training_example(pre->call(text.string_at(0), epoch, index));
+        if (text.rank() != 1) {
+          throw_error<ShapeError>("BertMaskedLM: expected strings of shape () or (batch,), got {} at element {}",
+                                  text.shape().to_string(), at.index);
+        }
+        const auto rows = text.strings();
+        return as_training_example(
+            pre->call_batch(std::vector<std::string>(rows.begin(), rows.end()), epoch, index * kRowsPerBatchKey));
+      },
+      {.num_parallel_calls = static_cast<int>(data::kAutotune)});
+}
+
+History BertMaskedLM::fit(const data::Dataset& data, FitOptions options) {
+  if (options.validation_data) options.validation_data = preprocess(*options.validation_data);
+  return Model::fit(preprocess(data), std::move(options));
+}
+
+Logs BertMaskedLM::evaluate(const data::Dataset& data, EvaluateOptions options) {
+  return Model::evaluate(preprocess(data), std::move(options));
+}
+
+nlohmann::json BertMaskedLM::get_config() const {
+  return {{"name", name()}, {"trainable", trainable()}, {"backbone", backbone_->config().to_json()}};
+}
+
+}  // namespace chorus::models

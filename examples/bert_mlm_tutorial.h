@@ -1,0 +1,35 @@
+// The KerasNLP tutorial "Data Parallel Training with KerasNLP and tf.distribute" as a
+// function the example, the CLI (`chorus train bert-mlm`) and tests share: BERT-tiny
+// masked-LM on WikiText-2 under MirroredStrategy. Single-threaded caller.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "chorus/chorus.h"
+
+namespace chorus::examples {
+
+struct BertMlmTutorialOptions {
+  // Holds wiki.{train,valid,test}.tokens. Empty: `chorus data fetch wikitext-2`'s copy.
+  std::string data_dir;
+  // The WordPiece vocabulary. Empty: learned from the training split (uncased, 30,522
+  // tokens as the preset's) with compute_word_piece_vocabulary.
+  std::string vocabulary;
+  int devices = 0;  // replicas of the MirroredStrategy; 0: every local device
+  int epochs = 3;
+  int64_t steps_per_epoch = -1;   // -1: the whole split
+  int64_t sequence_length = 512;  // the preset preprocessor's
+  std::string tensorboard = "logs";
+  int verbose = 1;
+  uint64_t seed = 42;  // initial weights, shuffles and masks
+};
+
+struct BertMlmTutorialResult {
+  models::History history;
+  models::Logs test_logs;
+};
+
+BertMlmTutorialResult run_bert_mlm_tutorial(const BertMlmTutorialOptions& options);
+
+}  // namespace chorus::examples

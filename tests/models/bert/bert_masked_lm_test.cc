@@ -1,0 +1,210 @@
+#include "chorus/models/bert/bert_masked_lm.h"
+
+#include <fstream>
+
+#include "chorus/backend/cpu/parallel.h"
+#include "chorus/data/text_line_dataset.h"
+#include "chorus/distribute/devices.h"
+#include "chorus/distribute/distribution.h"
+#include "chorus/layers/initializers.h"
+#include "chorus/optimizers/adamw.h"
+#include "chorus/text/strings.h"
+#include "tests/distribute/two_tower_util.h"
+#include "tests/testing/shared_data.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/test_util.h"
+
+namespace chorus::models {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::tensors_near;
+using ::testing::ThrowsMessage;
+namespace dist = chorus::distribution;
+
+BertBackboneConfig mlm_test_config(int64_t vocabulary = 40) {
+  return {.vocabulary_size = vocabulary, .num_layers = 1, .num_heads = 2, .hidden_dim = 8, .intermediate_dim = 16,
+          .dropout = 0.0, .max_sequence_length = 16, .num_segments = 2};
+}
+
+// A preprocessed batch of `rows` sequences of length 6 with 2 masked positions each.
+Tree mlm_batch(int64_t rows, uint64_t seed, int64_t vocabulary = 40) {
+  Generator gen(seed);
+  const Tensor draws = uniform(Shape{rows, 6}, gen);
+  std::vector<int32_t> ids, positions, labels;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t t = 0; t < 6; ++t) ids.push_back(5 + static_cast<int32_t>(draws.data<float>()[r * 6 + t] * 8));
+    positions.insert(positions.end(), {1, 4});
+    labels.insert(labels.end(), {ids[r * 6 + 1], ids[r * 6 + 4]});
+    ids[r * 6 + 1] = ids[r * 6 + 4] = 3;  // [MASK]
+  }
+  (void)vocabulary;
+  const Tree x = Tree{{"token_ids", from_values<int32_t>(ids, Shape{rows, 6})},
+                      {"segment_ids", zeros({rows, 6}, kInt32)},
+                      {"padding_mask", ones({rows, 6}, kInt32)},
+                      {"mask_positions", from_values<int32_t>(positions, Shape{rows, 2})}};
+  return Tree::list({x, from_values<int32_t>(labels, Shape{rows, 2}), ones({rows, 2})});
+}
+
+TEST(BertMaskedLMTest, LogitsForTheMaskedPositionsTiedToTheTokenTable) {
+  layers::set_random_seed(3);
+  BertMaskedLM model(mlm_test_config());
+  const Tree batch = mlm_batch(3, 1);
+  const Tensor logits = model(batch[0]).tensor();
+  EXPECT_EQ(logits.shape(), (Shape{3, 2, 40}));
+  // The head reads the backbone's token table: no second (vocabulary, hidden) matrix.
+  const int64_t head_params = 8 * 8 + 8 + 2 * 8 + 40;
+  EXPECT_EQ(model.count_params(), model.backbone().count_params() + head_params);
+  EXPECT_EQ(model.weights().back().path(), "mlm_head/output_bias");
+  // Compiled as KerasHub compiles it.
+  EXPECT_EQ(model.optimizer().to_config()["class_name"], "Adam");
+  EXPECT_EQ(model.loss()->name(), "sparse_categorical_crossentropy");
+}
+
+TEST(BertMaskedLMTest, FreezingPooledDenseDropsItFromTrainingAndTheLossFalls) {
+  layers::set_random_seed(4);
+  BertMaskedLM model(mlm_test_config());
+  model.get_layer("bert_backbone").get_layer("pooled_dense").set_trainable(false);
+  model.compile({.optimizer = optimizers::AdamW(3e-3),
+                 .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                 .metrics = {metrics::SparseCategoricalAccuracy()}});
+  const Tree batch = mlm_batch(16, 2);
+  model(batch[0]);
+  for (const auto& w : model.trainable_weights()) EXPECT_EQ(w.path().rfind("pooled_dense", 0), std::string::npos);
+  EXPECT_EQ(model.trainable_weights().size() + 2, model.weights().size());
+  const Tensor pooled_before = model.backbone().get_layer("pooled_dense").weights()[0].value().clone();
+  const History h = model.fit(data::Dataset::from_tensor_slices(batch).batch(8), {.epochs = 30, .verbose = 0});
+  EXPECT_LT(h.history.at("loss").back(), 0.5 * h.history.at("loss").front());
+  EXPECT_TRUE(testing::same_bits(pooled_before, model.backbone().get_layer("pooled_dense").weights()[0].value()));
+}
+
+class BertMaskedLMDataTest : public testing::TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    const auto wiki = testing::shared_data_dir("wikitext-2");
+    const std::filesystem::path vocab = testing::shared_data_root() / "bert" / "vocab.txt";
+    if (!wiki || !std::filesystem::exists(vocab)) GTEST_SKIP() << testing::shared_data_missing("wikitext-2");
+    wiki_ = *wiki;
+    vocabulary_ = vocab;
+  }
+  // The tutorial's pipeline: lines longer than 100 bytes.
+  data::Dataset long_lines(const char* file) const {
+    return data::text_line_dataset({wiki_ + "/" + file}).filter([](const Tree& line) {
+      return text::strings::length(line.tensor().string_at(0)) > 100;
+    });
+  }
+  std::string wiki_;
+  std::filesystem::path vocabulary_;
+};
+
+TEST_F(BertMaskedLMDataTest, RawStringsArePreprocessedInsideFitWithMasksKeyedByElement) {
+  layers::set_random_seed(5);
+  auto model = BertMaskedLM::from_preset(
+      "bert_tiny_en_uncased",
+      {.vocabulary = vocabulary_, .preprocessor = {.sequence_length = 32, .mask_selection_length = 5, .seed = 9}});
+  const data::Dataset lines = long_lines("wiki.valid.tokens").take(12).batch(4);
+  // The preprocessed batches equal the preprocessor's own output for those rows, whatever
+  // the map's parallelism: batch i, row b is element i * 2^32 + b of epoch e.
+  const data::Dataset examples = model->preprocess(lines);
+  for (int64_t epoch : {0, 1}) {
+    auto it = examples.iterator(epoch);
+    auto raw = lines.iterator(epoch);
+    for (uint64_t i = 0; auto batch = it.next(); ++i) {
+      const Tensor strings = raw.next()->tensor();
+      const auto rows = strings.strings();
+      const Tree expected = model->preprocessor()->call_batch({rows.begin(), rows.end()}, epoch, i << 32);
+      EXPECT_TRUE(tensors_near((*batch)[0]["token_ids"].tensor(), expected["token_ids"].tensor(), 0, 0));
+      EXPECT_TRUE(tensors_near((*batch)[1].tensor(), expected["mask_ids"].tensor(), 0, 0));
+      EXPECT_TRUE(tensors_near((*batch)[2].tensor(), expected["mask_weights"].tensor(), 0, 0));
+    }
+  }
+  model->get_layer("bert_backbone").get_layer("pooled_dense").set_trainable(false);
+  const History h = model->fit(lines, {.epochs = 2, .verbose = 0, .validation_data = lines});
+  EXPECT_EQ(h.history.at("val_loss").size(), 2u);
+  const Logs logs = model->evaluate(lines, {.verbose = 0});
+  EXPECT_GT(logs.at("loss"), 0);
+  EXPECT_GE(logs.at("sparse_categorical_accuracy"), 0);
+}
+
+TEST_F(BertMaskedLMDataTest, SavedModelsLoadAsPresetsAndBadPresetsGetClearErrors) {
+  layers::set_random_seed(6);
+  BertMaskedLM model(mlm_test_config(30522));
+  const Tree batch = mlm_batch(2, 3);
+  const Tensor logits = model(batch[0]).tensor();
+  const std::filesystem::path dir = dir_ / "saved";
+  model.save(dir);
+  std::filesystem::copy_file(vocabulary_, dir / "vocab.txt");
+  auto loaded = BertMaskedLM::from_preset(dir.string());
+  EXPECT_TRUE(tensors_near((*loaded)(batch[0]).tensor(), logits, 0, 0));
+  ASSERT_NE(loaded->preprocessor(), nullptr);
+  EXPECT_EQ(loaded->preprocessor()->tokenizer().vocabulary_size(), 30522);
+
+  BertMaskedLM small(mlm_test_config(40));
+  small.save((dir_ / "small"));
+  EXPECT_THAT([&] { BertMaskedLM::from_preset((dir_ / "small").string(), {.vocabulary = vocabulary_}); },
+              ThrowsMessage<ValueError>(HasSubstr("has 30522 tokens, but the model's vocabulary_size is 40")));
+  EXPECT_EQ(BertMaskedLM::from_preset((dir_ / "small").string(), {.with_preprocessor = false})->preprocessor(), nullptr);
+  std::filesystem::create_directories((dir_ / "empty"));
+  EXPECT_THAT([&] { BertMaskedLM::from_preset((dir_ / "empty").string()); },
+              ThrowsMessage<IOError>(HasSubstr("has no config.json")));
+  std::filesystem::remove((dir_ / "small") / "model.weights.safetensors");
+  EXPECT_THAT([&] { BertMaskedLM::from_preset((dir_ / "small").string(), {.with_preprocessor = false}); },
+              ThrowsMessage<IOError>(HasSubstr("model.weights.safetensors")));
+  EXPECT_THAT([&] { BertMaskedLM::from_preset("bert_giant", {.vocabulary = vocabulary_}); },
+              ThrowsMessage<ValueError>(HasSubstr("unknown BERT preset 'bert_giant'; known presets: ")));
+  EXPECT_THAT([&] { BertMaskedLM::from_preset("bert_tiny_en_uncased", {.vocabulary = dir_ / "none.txt"}); },
+              ThrowsMessage<IOError>(HasSubstr("none.txt not found")));
+}
+
+// BERT-tiny on WikiText-2 with dropout on, 20 steps: 2 and 3 logical devices give the
+// weights of one device (dropout masks are keyed by global row), and a run repeated
+// gives the same bits.
+class BertMaskedLMDataParallelTest : public BertMaskedLMDataTest {
+ protected:
+  void SetUp() override {
+    BertMaskedLMDataTest::SetUp();
+    backend::cpu::set_intra_op_threads(1);
+    distribute::set_cpu_devices(3);
+  }
+  void TearDown() override {
+    dist::set_distribution(nullptr);
+    distribute::set_cpu_devices(0);
+    BertMaskedLMDataTest::TearDown();
+  }
+  std::unique_ptr<BertMaskedLM> train(int devices) const {
+    layers::set_random_seed(17);
+    std::optional<dist::DistributionScope> scope;
+    if (devices > 0) {
+      std::vector<Device> list;
+      for (int i = 0; i < devices; ++i) list.push_back(Device::cpu(i));
+      scope.emplace(dist::DataParallel(list).scope());
+    }
+    auto model = BertMaskedLM::from_preset(
+        "bert_tiny_en_uncased",
+        {.vocabulary = vocabulary_, .preprocessor = {.sequence_length = 32, .mask_selection_length = 5, .seed = 1}});
+    model->get_layer("bert_backbone").get_layer("pooled_dense").set_trainable(false);
+    model->compile({.optimizer = optimizers::AdamW(1e-3),
+                    .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                    .metrics = {metrics::SparseCategoricalAccuracy()}});
+    scope.reset();
+    model->fit(long_lines("wiki.train.tokens").take(120).batch(6), {.epochs = 1, .verbose = 0});
+    return model;
+  }
+};
+
+TEST_F(BertMaskedLMDataParallelTest, TwoAndThreeDevicesMatchOneWithDropout) {
+  const auto one = train(0);
+  EXPECT_DOUBLE_EQ(one->backbone().config().dropout, 0.1);
+  const auto again = train(0);
+  const auto w1 = one->weights(), w1b = again->weights();
+  ASSERT_EQ(w1.size(), w1b.size());
+  for (size_t k = 0; k < w1.size(); ++k) EXPECT_TRUE(testing::same_bits(w1[k].value(), w1b[k].value())) << w1[k].path();
+  for (int devices : {2, 3}) {
+    const auto many = train(devices);
+    EXPECT_LT(testing::max_relative_difference(many->weights(), w1), 1e-5) << devices << " devices";
+  }
+}
+
+}  // namespace
+}  // namespace chorus::models
