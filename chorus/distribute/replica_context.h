@@ -29,11 +29,13 @@ class ReplicaContext {
   int64_t local_rows() const { return local_rows_; }
   int64_t global_rows() const { return global_rows_; }
 
-  // A random stream for `owner` (a layer) in this step: the same number on every replica
-  // and in every run, different for each step and for each call of `owner` within the
-  // step. Dropout draws its mask from it, indexed by global row, so masks do not depend
-  // on the number of replicas.
-  virtual uint64_t random_stream(const void* owner) = 0;
+  // Which call of `owner` (a layer) this is on this replica within this step: 0, 1, ...
+  // Every replica makes the same calls, so the numbers agree across replicas. With
+  // step() they let Dropout number its calls as one device would (dropout.cc), and
+  // draw each mask indexed by global row, so masks do not depend on the replica count.
+  virtual uint64_t call_in_step(const void* owner) = 0;
+  // Distinct for every step this replica runs (the same on every replica of a step).
+  virtual uint64_t step() const = 0;
 
   // The tape hook for the gradients of `variables` (the model's trainable weights): each
   // gradient is scaled by local_rows / global_rows (the loss is the mean over the global

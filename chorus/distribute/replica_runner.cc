@@ -1,5 +1,6 @@
 #include "chorus/distribute/replica_runner.h"
 
+#include <atomic>
 #include <unordered_map>
 
 #include "chorus/autograd/tape.h"
@@ -28,10 +29,11 @@ class ReplicaRunner::Context final : public ReplicaContext {
           const std::vector<std::unique_ptr<Context>>& peers)
       : ReplicaContext(replica, replicas), reducer_(reducer), team_(team), peers_(&peers) {}
 
-  void begin_step(uint64_t step, int64_t begin, int64_t end, int64_t rows, Communicator* communicator,
-                  Communicator* workers) {
+  void begin_step(uint64_t step, uint64_t step_id, int64_t begin, int64_t end, int64_t rows,
+                  Communicator* communicator, Communicator* workers) {
     set_slice(begin, end - begin, rows);
     step_ = step;
+    step_id_ = step_id;
     communicator_ = communicator;
     workers_ = workers;
     calls_.clear();
@@ -39,10 +41,8 @@ class ReplicaRunner::Context final : public ReplicaContext {
     begun_ = false;
   }
 
-  uint64_t random_stream(const void* owner) override {
-    // The top bit keeps these apart from the single-device call counters.
-    return (uint64_t{1} << 63) | (step_ << 16) | (calls_[owner]++ & 0xffff);
-  }
+  uint64_t call_in_step(const void* owner) override { return calls_[owner]++; }
+  uint64_t step() const override { return step_id_; }
 
   autograd::GradientStreaming stream_gradients(std::span<const autograd::Variable> variables) override {
     begin(variables);
@@ -127,7 +127,8 @@ class ReplicaRunner::Context final : public ReplicaContext {
   std::vector<autograd::IndexedSlices> rows_;            // this step's rows of the tables, per variable
   Communicator* communicator_ = nullptr;
   Communicator* workers_ = nullptr;
-  uint64_t step_ = 0;
+  uint64_t step_ = 0;     // this runner's step count (orders the update team's steps)
+  uint64_t step_id_ = 0;  // unique in the process
   bool begun_ = false;
   std::unordered_map<const void*, uint64_t> calls_;
   std::vector<std::pair<autograd::Variable, Tensor>> assigns_;
@@ -174,10 +175,13 @@ int ReplicaRunner::run(int64_t global_rows, std::optional<int64_t> own_rows, boo
   }
   if (active == 0) active = 1;  // replica 0 runs without rows: an empty batch, or no rows for this worker
   const uint64_t step_index = steps_++;
+  // Unique in the process (runners are made per compile), for ReplicaContext::step().
+  static std::atomic<uint64_t> next_step_id{0};
+  const uint64_t step_id = next_step_id.fetch_add(1);
   pool_->run(active, [&](int replica) {
     Context& context = *contexts_[static_cast<size_t>(replica)];
     const auto [begin, end] = slices[static_cast<size_t>(replica)];
-    context.begin_step(step_index, begin, end, global_rows, &pool_->communicator(replica),
+    context.begin_step(step_index, step_id, begin, end, global_rows, &pool_->communicator(replica),
                        workers_ ? &workers_->communicator() : nullptr);
     ReplicaContextScope scope(&context);
     if (replica != 0) {

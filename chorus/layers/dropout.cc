@@ -84,12 +84,23 @@ Shape Dropout::mask_shape(const Shape& input) const {
 }
 
 Tensor Dropout::draw_mask(const Shape& shape, DType dtype) {
-  // In a data-parallel step every replica draws from one stream for the step and takes
-  // the rows of its slice, so the masks do not depend on how the batch is split.
+  // One device: call k draws the mask of sub-stream k. In a data-parallel step every
+  // replica numbers its calls from the layer's count at the step's start, so call i of
+  // the step draws sub-stream base + i on every replica, as one device would, and takes
+  // the rows of its slice of that global mask: the masks do not depend on how the batch
+  // is split, nor on whether it is split at all.
   uint64_t key;
   int64_t first = 0;
   if (auto* replica = distribute::ReplicaContext::current()) {
-    key = generator_.fork(replica->random_stream(this)).key();
+    const uint64_t index = replica->call_in_step(this);
+    uint64_t call;
+    {
+      std::lock_guard lock(step_mutex_);
+      if (!step_base_ || step_base_->first != replica->step()) step_base_.emplace(replica->step(), calls_.load());
+      call = step_base_->second + index;
+      if (calls_.load() < call + 1) calls_.store(call + 1);
+    }
+    key = generator_.fork(call).key();
     if (shape.rank() > 0 && shape[0] == replica->local_rows() && shape[0] > 0) {
       first = replica->row_offset() * (shape.numel() / shape[0]);
     }

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,9 @@ class Dropout : public Layer {
   DropoutOptions options_;
   Generator generator_;  // the base stream; call k uses generator_.fork(k)
   std::atomic<uint64_t> calls_{0};
+  // In data-parallel steps: (step, calls_ when it began), guarded by step_mutex_.
+  std::mutex step_mutex_;
+  std::optional<std::pair<uint64_t, uint64_t>> step_base_;
 };
 
 }  // namespace chorus::layers

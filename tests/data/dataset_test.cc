@@ -266,7 +266,10 @@ TEST(DatasetTransformsTest, BadArgumentsAreValueErrors) {
   EXPECT_THAT([&] { ds.map([](const Tree& e) { return e; }, {.num_parallel_calls = 0}); },
               ThrowsMessage<ValueError>(HasSubstr("map: expected num_parallel_calls > 0 or kAutotune (-1). "
                                                   "Received: num_parallel_calls=0")));
-  EXPECT_THAT([&] { ds.map(nullptr); }, ThrowsMessage<ValueError>(HasSubstr("map: expected a function")));
+  EXPECT_THAT([&] { ds.map(std::function<Tree(const Tree&)>()); },
+              ThrowsMessage<ValueError>(HasSubstr("map: expected a function")));
+  EXPECT_THAT([&] { ds.map(std::function<Tree(const Tree&, const ElementPosition&)>()); },
+              ThrowsMessage<ValueError>(HasSubstr("map: expected a function")));
   EXPECT_THAT([&] { ds.filter(nullptr); }, ThrowsMessage<ValueError>(HasSubstr("filter: expected a predicate")));
 }
 

@@ -26,12 +26,12 @@ Tensor composed_head(const MaskedLMHead& head, const ReversibleEmbedding& table,
     for (int64_t m = 0; m < masks; ++m) flat.push_back(static_cast<int32_t>(b * sequence) + positions[b * masks + m]);
   }
   Tensor rows = ops::take(ops::reshape(x, {batch * sequence, hidden}), head_positions(flat, {batch * masks}), 0);
-  const auto w = head.weights();  // intermediate kernel, bias, gamma, beta, then output_bias
-  Tensor h = ops::gelu(ops::add(ops::matmul(rows, w[0].value()), w[1].value()), false);
+  const auto w = head.weights();  // output_bias, then intermediate kernel, bias, gamma, beta
+  Tensor h = ops::gelu(ops::add(ops::matmul(rows, w[1].value()), w[2].value()), false);
   const Tensor mean = ops::mean(h, -1, true);
   const Tensor centered = ops::subtract(h, mean);
   const Tensor var = ops::mean(ops::multiply(centered, centered), -1, true);
-  h = ops::add(ops::multiply(ops::divide(centered, ops::sqrt(ops::add(var, scalar(1e-5f)))), w[2].value()), w[3].value());
+  h = ops::add(ops::multiply(ops::divide(centered, ops::sqrt(ops::add(var, scalar(1e-5f)))), w[3].value()), w[4].value());
   Tensor logits = ops::add(ops::matmul(h, ops::transpose(table.embeddings().value())), head.output_bias().value());
   return ops::reshape(logits, {batch, masks, table.input_dim()});
 }
@@ -47,9 +47,9 @@ TEST(MaskedLMHeadTest, MatchesTheComposedOpsAndNamesItsWeights) {
   EXPECT_TRUE(tensors_near(logits, composed_head(head, table, x, positions, 3), 1e-5, 1e-5));
   std::vector<std::string> paths;
   for (const auto& w : head.weights()) paths.push_back(w.path());
-  EXPECT_EQ(paths, (std::vector<std::string>{"mlm_head/intermediate_dense/kernel", "mlm_head/intermediate_dense/bias",
-                                             "mlm_head/intermediate_layer_norm/gamma",
-                                             "mlm_head/intermediate_layer_norm/beta", "mlm_head/output_bias"}));
+  EXPECT_EQ(paths, (std::vector<std::string>{"mlm_head/output_bias", "mlm_head/intermediate_dense/kernel",
+                                             "mlm_head/intermediate_dense/bias", "mlm_head/intermediate_layer_norm/gamma",
+                                             "mlm_head/intermediate_layer_norm/beta"}));
   EXPECT_EQ(head.count_params(), 6 * 6 + 6 + 2 * 6 + 11);  // the tied table is the embedding's
 }
 

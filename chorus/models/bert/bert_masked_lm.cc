@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "chorus/autograd/tape.h"
+#include "chorus/core/creation.h"
 #include "chorus/data/download.h"
 #include "chorus/losses/sparse_categorical_crossentropy.h"
 #include "chorus/metrics/sparse_categorical_accuracy.h"
@@ -75,6 +77,12 @@ BertMaskedLM::BertMaskedLM(BertBackboneConfig config, std::shared_ptr<const text
       layers::MaskedLMHeadOptions{.intermediate_activation = "gelu",
                                   .kernel_initializer = layers::initializers::truncated_normal(0.0, 0.02),
                                   .name = "mlm_head"});
+  // Built now, as KerasHub's functional model is: weights exist for summary() and
+  // load_weights before the first batch.
+  {
+    autograd::NoGradGuard no_grad;
+    (*this)(Tree{{"token_ids", zeros({1, 1}, kInt32)}, {"mask_positions", zeros({1, 1}, kInt32)}});
+  }
   compile({.optimizer = optimizers::Adam(5e-5),
            .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
            .metrics = {metrics::SparseCategoricalAccuracy()}});

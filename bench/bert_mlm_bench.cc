@@ -1,0 +1,246 @@
+// BERT-tiny masked-LM pretraining on WikiText-2 in the PyTorch peer's configuration
+// (../shared/peers/bert_mlm.py's docstring): word-level vocabulary of every training
+// word, [CLS] words [SEP] padded to 128, batches of 64 in file order (cycling), 15% of
+// the word positions masked per step (80% [MASK], 10% random, 10% kept), the head on the
+// masked positions only, loss averaged over them, AdamW 2e-4 (eps 1e-7, weight decay
+// 0.004) decayed linearly to 0, dropout 0.1. bench/run_bert_mlm runs the peer in the same
+// window and passes its JSON lines here.
+//   case float32   steps/s over the timed span (data, masking and the step, as the peer
+//                  times), the loss curve (mean of the 25 steps before each point), the
+//                  validation loss and masked accuracy; ratio to the best peer setting.
+//   case scaling   the same steps on --devices logical devices (one core each).
+// Usage: bert_mlm_bench [--data DIR] [--steps N] [--threads N] [--devices N] [--no-val]
+//                       [--torch-json FILE] [--case float32|scaling]
+// Single-threaded driver; one JSON line per measurement (bench_util.h emit).
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include "bench/bench_util.h"
+#include "chorus/backend/cpu/parallel.h"
+#include "chorus/chorus.h"
+
+namespace chorus {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int64_t kSequence = 128, kBatch = 64, kMasks = 20;
+constexpr int32_t kPad = 0, kCls = 1, kSep = 2, kMask = 3, kUnk = 4;
+
+struct BertBenchArgs {
+  std::string data = "../shared/data/wikitext-2";
+  int64_t steps = 300;
+  int threads = 2;
+  int devices = 0;  // 0: no distribution
+  bool validate = true;
+  std::string torch_json;
+  std::string bench_case = "float32";
+};
+
+// The lines of `file` longer than 100 bytes, newline stripped (the peer's read_lines).
+std::vector<std::string> long_wiki_lines(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw_error<IOError>("bert_mlm_bench: cannot read {}", file);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > 100) out.push_back(line);
+  }
+  return out;
+}
+
+// (rows, 128) int32: [CLS] w1 .. wn [SEP] [PAD]..., at most 126 words (the peer's encode).
+Tensor encode_rows(const std::vector<std::string>& lines, const text::WordTokenizer& tokenizer) {
+  Tensor ids = zeros({static_cast<int64_t>(lines.size()), kSequence}, kInt32);
+  std::vector<int32_t> words;
+  for (size_t r = 0; r < lines.size(); ++r) {
+    words.clear();
+    tokenizer.tokenize_into(lines[r], words);
+    int32_t* row = ids.data<int32_t>() + r * kSequence;
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>(words.size()), kSequence - 2);
+    row[0] = kCls;
+    std::copy_n(words.begin(), n, row + 1);
+    row[n + 1] = kSep;
+  }
+  return ids;
+}
+
+// Batch `step` of the peer's cursor: 64 rows from the cursor, back to row 0 at the end.
+struct BatchCursor {
+  int64_t rows, cursor = 0, element = 0;
+  std::pair<int64_t, int64_t> next() {
+    if (cursor >= rows) cursor = 0;
+    const int64_t start = cursor, count = std::min(kBatch, rows - cursor);
+    cursor += kBatch;
+    return {start, count};
+  }
+};
+
+Tree masked_batch(const Tensor& ids, const text::MaskedLMMaskGenerator& masker, uint64_t epoch, BatchCursor& cursor) {
+  const auto [start, count] = cursor.next();
+  const Tensor rows = ids.first_axis_slice(start, start + count).clone();
+  const Tree m = masker.mask_batch(rows, epoch, static_cast<uint64_t>(cursor.element));
+  cursor.element += count;
+  Tensor padding_mask = Tensor::empty(rows.shape(), kInt32);
+  for (int64_t i = 0; i < rows.numel(); ++i) padding_mask.data<int32_t>()[i] = rows.data<int32_t>()[i] != kPad;
+  const Tree x = Tree{{"token_ids", m["token_ids"]},
+                      {"padding_mask", padding_mask},
+                      {"mask_positions", m["mask_positions"]}};
+  return Tree::list({x, m["mask_ids"], m["mask_weights"]});
+}
+
+// Loss per step from fit's running means (weighted by batch rows).
+class StepLosses : public models::Callback {
+ public:
+  void on_train_batch_end(int64_t batch, const models::Logs& logs) override {
+    const double mean = logs.at("loss"), acc = logs.at("sparse_categorical_accuracy");
+    const int64_t rows = batch_rows.at(static_cast<size_t>(batch));
+    const double total = static_cast<double>(seen + rows);
+    losses.push_back((mean * total - loss_mean * static_cast<double>(seen)) / static_cast<double>(rows));
+    accuracies.push_back((acc * total - acc_mean * static_cast<double>(seen)) / static_cast<double>(rows));
+    loss_mean = mean, acc_mean = acc, seen += rows;
+  }
+  std::vector<int64_t> batch_rows;
+  std::vector<double> losses, accuracies;
+
+ private:
+  double loss_mean = 0, acc_mean = 0;
+  int64_t seen = 0;
+};
+
+double best_torch_steps_per_s(const std::string& file) {
+  double best = 0;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    best = std::max(best, nlohmann::json::parse(line).value("steps_per_s", 0.0));
+  }
+  return best;
+}
+
+// The validation split, masked with a fixed seed: sum of token losses / tokens, and the
+// share of masked tokens predicted right (the peer's evaluate).
+std::pair<double, double> validate(models::BertMaskedLM& model, const Tensor& ids, const text::MaskedLMMaskGenerator& masker) {
+  autograd::NoGradGuard no_grad;
+  BatchCursor cursor{ids.dim(0)};
+  const losses::SparseCategoricalCrossentropy sum_loss({.from_logits = true, .reduction = "sum"});
+  double loss = 0, correct = 0, tokens = 0;
+  while (cursor.cursor < ids.dim(0)) {
+    const Tree batch = masked_batch(ids, masker, 1234, cursor);
+    const Tensor logits = model(batch[0], false).tensor();
+    const Tensor weights = batch[2].tensor();
+    loss += sum_loss(batch[1].tensor(), logits, weights).item<float>();
+    const Tensor hits = ops::cast(ops::equal(ops::argmax(logits, -1), ops::cast(batch[1].tensor(), kInt64)), kFloat32);
+    correct += ops::sum(ops::multiply(hits, weights)).item<float>();
+    tokens += ops::sum(weights).item<float>();
+  }
+  return {loss / tokens, correct / tokens};
+}
+
+nlohmann::json curve(const std::vector<double>& values) {
+  nlohmann::json out = nlohmann::json::object();
+  for (size_t end = 25; end <= values.size(); end += 25) {
+    double s = 0;
+    for (size_t i = end - 25; i < end; ++i) s += values[i];
+    out[std::to_string(end)] = std::round(s / 25 * 1e4) / 1e4;
+  }
+  return out;
+}
+
+void run(const BertBenchArgs& args) {
+  backend::cpu::set_intra_op_threads(args.devices > 0 ? 1 : args.threads);
+  const auto prep_start = Clock::now();
+  std::vector<std::string> vocabulary;
+  {
+    std::ifstream in(args.data + "/wiki.train.tokens");
+    vocabulary = text::build_word_vocabulary([&]() -> std::optional<std::string> {
+      std::string line;
+      return std::getline(in, line) ? std::optional(line) : std::nullopt;
+    });
+  }
+  const text::WordTokenizer tokenizer(text::Vocabulary(vocabulary, "wiki.train.tokens words"));
+  const auto vocabulary_size = static_cast<int64_t>(vocabulary.size());
+  const Tensor train = encode_rows(long_wiki_lines(args.data + "/wiki.train.tokens"), tokenizer);
+  const Tensor val = encode_rows(long_wiki_lines(args.data + "/wiki.valid.tokens"), tokenizer);
+  const double prep_s = std::chrono::duration<double>(Clock::now() - prep_start).count();
+  const text::MaskedLMMaskGenerator masker({.vocabulary_size = static_cast<int32_t>(vocabulary_size),
+                                            .mask_selection_length = kMasks,
+                                            .mask_token_id = kMask,
+                                            .unselectable_token_ids = {kPad, kCls, kSep, kMask, kUnk},
+                                            .seed = 0});
+  layers::set_random_seed(0);
+  std::optional<distribution::DistributionScope> scope;
+  if (args.devices > 0) {
+    distribute::set_cpu_devices(args.devices);
+    scope.emplace(distribute::MirroredStrategy().scope());
+  }
+  models::BertMaskedLM model({.vocabulary_size = vocabulary_size, .num_layers = 2, .num_heads = 2, .hidden_dim = 128,
+                              .intermediate_dim = 512, .dropout = 0.1, .max_sequence_length = kSequence});
+  model.get_layer("bert_backbone").get_layer("pooled_dense").set_trainable(false);
+  model.compile({.optimizer = optimizers::AdamW({.learning_rate = optimizers::schedules::PolynomialDecay(2e-4, args.steps, 0.0),
+                                                 .weight_decay = 0.004,
+                                                 .epsilon = 1e-7}),
+                 .loss = losses::SparseCategoricalCrossentropy({.from_logits = true, .reduction = "mean_with_sample_weight"}),
+                 .metrics = {metrics::SparseCategoricalAccuracy()}});
+  scope.reset();
+  auto losses = std::make_shared<StepLosses>();
+  BatchCursor sizes{train.dim(0)};
+  for (int64_t s = 0; s < args.steps; ++s) losses->batch_rows.push_back(sizes.next().second);
+  auto batches = data::Dataset::from_generator(
+      [&](int64_t) {
+        auto cursor = std::make_shared<BatchCursor>(BatchCursor{train.dim(0)});
+        return [&, cursor]() -> std::optional<Tree> { return masked_batch(train, masker, 0, *cursor); };
+      },
+      data::kInfiniteCardinality);
+  const auto start = Clock::now();
+  model.fit(batches, {.epochs = 1, .verbose = 0, .callbacks = {losses}, .steps_per_epoch = args.steps});
+  const double train_s = std::chrono::duration<double>(Clock::now() - start).count();
+  nlohmann::json record = {{"bench", "bert_mlm"}, {"case", args.bench_case}, {"threads", args.threads},
+                           {"devices", args.devices}, {"steps", args.steps}, {"batch", kBatch},
+                           {"seq_len", kSequence}, {"vocab", vocabulary_size}, {"params", model.count_params()},
+                           {"prep_s", prep_s}, {"train_wall_s", train_s},
+                           {"steps_per_s", static_cast<double>(args.steps) / train_s},
+                           {"loss_curve", curve(losses->losses)}, {"masked_acc_curve", curve(losses->accuracies)}};
+  if (args.validate) {
+    const auto [val_loss, val_acc] = validate(model, val, masker);
+    record["val_loss"] = val_loss;
+    record["val_masked_acc"] = val_acc;
+  }
+  if (!args.torch_json.empty()) {
+    const double torch = best_torch_steps_per_s(args.torch_json);
+    record["torch_best_steps_per_s"] = torch;
+    if (torch > 0) record["ratio_steps_per_s"] = record["steps_per_s"].get<double>() / torch;
+  }
+  bench::emit(record);
+}
+
+}  // namespace
+}  // namespace chorus
+
+int main(int argc, char** argv) {
+  chorus::BertBenchArgs args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--data") args.data = value();
+    else if (a == "--steps") args.steps = std::stoll(value());
+    else if (a == "--threads") args.threads = std::stoi(value());
+    else if (a == "--devices") args.devices = std::stoi(value());
+    else if (a == "--no-val") args.validate = false;
+    else if (a == "--torch-json") args.torch_json = value();
+    else if (a == "--case") args.bench_case = value();
+    else {
+      std::cerr << "bert_mlm_bench: unknown argument " << a << "\n";
+      return 2;
+    }
+  }
+  try {
+    chorus::run(args);
+  } catch (const std::exception& e) {
+    std::cerr << "bert_mlm_bench: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
