@@ -126,7 +126,8 @@ json fit_file_shard_scenario(ScenarioRun& run) {
   layers::set_random_seed(5);
   auto model = testing::small_mlp(4, 8);
   run.compile(*model, testing::mlp_compile_options(optimizers::SGD({.learning_rate = 0.1})));
-  const data::Dataset examples = run.multi_worker() ? fit_text_examples() : fit_text_examples_as_two_workers_batch_them();
+  const data::Dataset examples =
+      run.multi_worker() ? fit_text_examples() : fit_text_examples_as_two_workers_batch_them();
   models::History history = model->fit(examples, {.epochs = 3, .verbose = 0});
   json out = testing::outcome(*model, history);
   for (const auto& [key, value] : model->evaluate(examples, {.verbose = 0})) out["evaluate"][key] = value;
@@ -301,7 +302,9 @@ TEST_F(MultiWorkerTest, WorkersThatStartLateStillJoin) {
 
 TEST_F(MultiWorkerTest, ANonFiniteLossFailsEveryRankAtTheSameEpochEnd) {
   EXPECT_EQ(run_job("nan", 2), (std::vector<int>{1, 1}));
-  for (int r = 0; r < 2; ++r) EXPECT_THAT(error(r), HasSubstr("nan during epoch 1; add callbacks::TerminateOnNaN")) << r;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_THAT(error(r), HasSubstr("nan during epoch 1; add callbacks::TerminateOnNaN")) << r;
+  }
 }
 
 TEST_F(MultiWorkerTest, AWorkerWithAnotherModelFailsOnEveryRank) {

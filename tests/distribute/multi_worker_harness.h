@@ -1,7 +1,6 @@
-// The harness of the multi-worker tests (issue 6): a named scenario runs either alone in
-// this process (the reference) or as one rank of a job of real processes on 127.0.0.1 —
-// this test binary re-run with CHORUS_TEST_WORKER set — and MultiWorkerTest starts jobs
-// and compares their results. One test thread; scenarios register at static initialisation.
+// Multi-worker test harness: a named scenario runs alone in this process (the reference) or as
+// one rank of a job of real processes on 127.0.0.1 (this binary re-run with CHORUS_TEST_WORKER
+// set); MultiWorkerTest starts jobs and compares results. One test thread; scenarios register at static init.
 #pragma once
 
 #include <sys/types.h>
