@@ -1,15 +1,17 @@
 // What the workers of a job must agree on, between real processes on 127.0.0.1 (issue
 // 18's blind spots): rank 0's weights and optimizer state reach every rank at start-up,
-// however each rank built or restored its model; a checkpoint saved on rank 0 restores on
-// every rank, Adam's moments included, and trains on as the uninterrupted run; a failed
-// write fails every rank; fit's default shuffle and an unseeded Dataset::shuffle give every
-// worker its rows of the same global batches. The harness is tests/distribute/multi_worker_harness.h.
+// however each rank built or restored its model; a checkpoint saved on rank 0 (by
+// Model::save or ModelCheckpoint) restores on every rank, Adam's moments included, and
+// trains on as the uninterrupted run; a failed write fails every rank; fit's default
+// shuffle and an unseeded Dataset::shuffle give every worker its rows of the same global
+// batches. The harness is tests/distribute/multi_worker_harness.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -70,20 +72,26 @@ json state_restored_by_rank_scenario(ScenarioRun& run) {
 
 // "save_restore": two epochs with Adam, saved (rank 0 writes, the others wait), restored
 // on every rank and trained two more; the reference continues its model in memory.
-json state_save_restore_scenario(ScenarioRun& run) {
+// "checkpoint_restore": the same, saved by a ModelCheckpoint at the end of each epoch
+// (checkpoint-of-<world>-<epoch>) and restored from the second epoch's.
+json state_save_restore_scenario(ScenarioRun& run, bool through_callback) {
   layers::set_random_seed(7);
   auto model = testing::small_mlp(4, 8);
   run.compile(*model, testing::mlp_compile_options(optimizers::Adam(0.01)));
   auto train = testing::separable_blobs(98, 3);
+  const std::string path = testing::scratch_dir() + "/checkpoint-of-" + std::to_string(run.world_size());
   models::FitOptions first{.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false};
+  if (run.multi_worker() && through_callback) {
+    first.callbacks = {std::make_shared<callbacks::ModelCheckpoint>(path + "-{epoch}")};
+  }
   model->fit(train.x, train.y, first);
   models::FitOptions rest = first;
+  rest.callbacks = {};
   rest.epochs = 4;
   rest.initial_epoch = 2;
   if (!run.multi_worker()) return testing::outcome(*model, model->fit(train.x, train.y, rest));
-  const std::string path = testing::scratch_dir() + "/checkpoint-of-" + std::to_string(run.world_size());
-  model->save(path);
-  std::unique_ptr<models::Model> restored = run.load_model(path);
+  if (!through_callback) model->save(path);
+  std::unique_ptr<models::Model> restored = run.load_model(through_callback ? path + "-2" : path);
   return testing::outcome(*restored, restored->fit(train.x, train.y, rest));
 }
 
@@ -178,7 +186,8 @@ json state_shuffle_scenario(ScenarioRun& run, bool arrays) {
 [[maybe_unused]] const bool kStateScenariosRegistered = testing::register_scenarios({
     {"seeded_by_rank", state_seeded_by_rank_scenario},
     {"restored_by_rank", state_restored_by_rank_scenario},
-    {"save_restore", state_save_restore_scenario},
+    {"save_restore", [](ScenarioRun& run) { return state_save_restore_scenario(run, false); }},
+    {"checkpoint_restore", [](ScenarioRun& run) { return state_save_restore_scenario(run, true); }},
     {"save_fails", state_save_fails_scenario},
     {"reinitialize", state_reinitialize_scenario},
     {"shuffle_arrays", [](ScenarioRun& run) { return state_shuffle_scenario(run, true); }},
@@ -280,6 +289,16 @@ TEST_F(MultiWorkerTest, RanksRestoredFromTheirOwnCheckpointsAllTrainRank0sWeight
 TEST_F(MultiWorkerTest, SavedOnRank0AndRestoredOnEveryRankTrainsOnAsOneProcessDoes) {
   expect_two_and_three_workers_match_one_process("save_restore", [&](const json& reference, int) {
     EXPECT_EQ(reference["history"]["loss"].size(), 2u);  // the two epochs after the restore
+  });
+}
+
+TEST_F(MultiWorkerTest, AModelCheckpointWrittenOnRank0RestoresOnEveryRankAndTrainsOnAsOneProcessDoes) {
+  expect_two_and_three_workers_match_one_process("checkpoint_restore", [&](const json& reference, int world) {
+    EXPECT_EQ(reference["history"]["loss"].size(), 2u);  // the two epochs after the restore
+    for (int epoch : {1, 2}) {
+      const std::string name = "checkpoint-of-" + std::to_string(world) + "-" + std::to_string(epoch);
+      EXPECT_TRUE(std::filesystem::exists(dir_ / name / "optimizer.safetensors")) << name;
+    }
   });
 }
 
