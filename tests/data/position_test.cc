@@ -6,6 +6,8 @@
 
 #include <filesystem>
 
+#include <gtest/gtest-spi.h>
+
 #include "tests/data/dataset_test_util.h"
 #include "tests/testing/test_util.h"
 
@@ -29,6 +31,12 @@ Dataset generated(int64_t n) {
       return Tree::list({from_values<int64_t>({v + 1000 * epoch}, Shape{}), full({v % 5 + 1}, static_cast<double>(v))});
     };
   });
+}
+
+TEST(DatasetPositionTest, TheRestoreCheckFailsOnAPassThatYieldsNothing) {
+  // Every stop past the end is skipped, so without its own check it would pass vacuously.
+  EXPECT_FATAL_FAILURE(expect_restores_exactly([] { return Dataset::range(0); }, kStops),
+                       "pass 0 yields nothing: there is no position to restore");
 }
 
 TEST(DatasetPositionTest, SourcesAndCountingTransforms) {

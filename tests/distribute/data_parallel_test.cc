@@ -2,6 +2,7 @@
 // difference <= 1e-5) for 1-4 logical devices, uneven and empty slices included; the
 // same bits run to run; exact metrics; distributed evaluate and predict; bad input.
 #include <gmock/gmock.h>
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -413,6 +414,22 @@ std::pair<std::vector<std::vector<float>>, std::unique_ptr<models::Model>> train
   auto blobs = testing::separable_blobs(50, 3);
   model->fit(blobs.x, blobs.y, {.epochs = 2, .batch_size = 25, .verbose = 0, .shuffle = false});
   return {std::move(initial), std::move(model)};
+}
+
+// `count` float32 variables of `size` zeros.
+std::vector<autograd::Variable> dp_zero_variables(int count, int64_t size) {
+  std::vector<autograd::Variable> out;
+  for (int k = 0; k < count; ++k) out.emplace_back("v" + std::to_string(k), zeros(Shape{size}));
+  return out;
+}
+
+TEST(MaxRelativeDifferenceTest, ListsOrVariablesOfDifferentSizesFailTheComparison) {
+  // A comparison over the shorter list alone would pass: the weights below all agree.
+  EXPECT_NONFATAL_FAILURE(testing::max_relative_difference(dp_zero_variables(2, 3), dp_zero_variables(1, 3)),
+                          "max_relative_difference: 2 variables against 1");
+  EXPECT_NONFATAL_FAILURE(testing::max_relative_difference(dp_zero_variables(1, 3), dp_zero_variables(1, 4)),
+                          "v0 has 3 values, v0 4");
+  EXPECT_EQ(testing::max_relative_difference(dp_zero_variables(2, 3), dp_zero_variables(2, 3)), 0.0);
 }
 
 TEST_F(DataParallelTest, DropoutMasksDoNotDependOnTheReplicaCount) {
