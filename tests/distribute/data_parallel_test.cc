@@ -436,6 +436,9 @@ TEST_F(DataParallelTest, DropoutMasksDoNotDependOnTheReplicaCount) {
   auto [two_initial, two] = train_with_dropout(2, 0.5);
   auto [three_initial, three] = train_with_dropout(3, 0.5);
   EXPECT_LE(testing::max_relative_difference(two->weights(), three->weights()), 1e-5);
+  // Nor on whether the batch is split at all: replicas number their calls as one device.
+  auto [one_initial, one] = train_with_dropout(0, 0.5);
+  EXPECT_LE(testing::max_relative_difference(two->weights(), one->weights()), 1e-5);
   // The same start without dropout ends elsewhere: the masks changed the training.
   auto [plain_initial, plain] = train_with_dropout(2, 0.0);
   ASSERT_EQ(plain_initial, two_initial);
