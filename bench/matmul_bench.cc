@@ -1,7 +1,7 @@
 // matmul throughput: ops::matmul (cache lookup and output allocation included) against
 // oneDNN called directly with a primitive created once and a preallocated output, on
 // the MLP's training shapes (forward, and the two backward products), f32 and bf16, on
-// the default thread count and on 1 thread. The two are sampled alternately in the same
+// the default thread count and on 1 thread (`matmul_bench --bert`: BERT-tiny's shapes). The two are sampled alternately in the same
 // run and compared as a ratio (target >= 0.95). One JSON line per (shape, dtype, threads).
 #include <algorithm>
 #include <chrono>
@@ -28,8 +28,20 @@ struct Case {
   bool ta, tb;
 };
 
-std::vector<Case> cases() {
+// The MNIST MLP's products, or (--bert) BERT-tiny's in the peer's configuration: the
+// 128-wide projections and the 512-wide feedforward over 64 x 128 tokens, and the tied
+// output layer over 64 x 20 masked rows and a 33,282-word vocabulary.
+std::vector<Case> cases(bool bert) {
   std::vector<Case> out;
+  if (bert) {
+    out.push_back({"forward", 8192, 128, 128, false, false});
+    out.push_back({"forward", 8192, 128, 512, false, false});
+    out.push_back({"forward", 8192, 512, 128, false, false});
+    out.push_back({"logits", 1280, 128, 33282, false, true});  // h @ E^T, E stored (V, H)
+    out.push_back({"dh", 1280, 33282, 128, false, false});     // g @ E
+    out.push_back({"dE", 33282, 1280, 128, true, false});      // g^T @ h
+    return out;
+  }
   const int64_t forward[][3] = {{1000, 784, 256}, {64, 784, 256}, {256, 256, 1000}};
   for (const auto& f : forward) {
     const int64_t m = f[0], k = f[1], n = f[2];  // y = x @ W: x (M, K), W (K, N)
@@ -121,14 +133,15 @@ void run_case(const Case& c, DType dtype, int threads) {
 }  // namespace
 }  // namespace chorus
 
-int main() {
+int main(int argc, char** argv) {
   using namespace chorus;
+  const bool bert = argc > 1 && std::string(argv[1]) == "--bert";
   const int default_threads = backend::cpu::intra_op_threads();
   for (int threads : {default_threads, 1}) {
     backend::cpu::set_intra_op_threads(threads);
     omp_set_num_threads(threads);
     for (DType dtype : {kFloat32, kBFloat16}) {
-      for (const Case& c : cases()) run_case(c, dtype, threads);
+      for (const Case& c : cases(bert)) run_case(c, dtype, threads);
     }
   }
   return 0;

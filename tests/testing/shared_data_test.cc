@@ -59,9 +59,10 @@ TEST_F(SharedDataTest, MissingDataSetsAreNotFoundAndTheMessageSaysHowToSupplyThe
                     HasSubstr("set CHORUS_SHARED_DATA to the folder holding it"),
                     HasSubstr("run `build/chorus data fetch movielens-100k`")));
   EXPECT_THAT(shared_data_missing("mnist"), HasSubstr("run `build/chorus data fetch mnist`"));
-  // No download is registered for WikiText-2: the message must not promise one.
-  EXPECT_THAT(shared_data_missing("wikitext-2"),
-              AllOf(HasSubstr("CHORUS_SHARED_DATA"), Not(HasSubstr("data fetch"))));
+  EXPECT_THAT(shared_data_missing("wikitext-2"), HasSubstr("run `build/chorus data fetch wikitext-2`"));
+  // No download is registered for the BERT vocabulary: the message must not promise one.
+  EXPECT_EQ(shared_data_dir("bert"), std::nullopt);
+  EXPECT_THAT(shared_data_missing("bert"), AllOf(HasSubstr("CHORUS_SHARED_DATA"), Not(HasSubstr("data fetch"))));
 }
 
 }  // namespace
