@@ -103,12 +103,16 @@ void MaskedLMHead::build(const Tree& inputs) {
 
 Tree MaskedLMHead::call(const Tree& inputs, bool /*training*/) {
   const MaskedLMHeadInputs in = unpack_head_inputs(name(), inputs);
-  const int64_t batch = in.x.dim(0), sequence = in.x.dim(1), hidden = in.x.dim(2);
+  const int64_t batch = in.x.dim(0), sequence = in.x.dim(1);
   const int64_t masks = in.positions.dim(1);
-  Tensor x = ops::take(ops::reshape(in.x, {batch * sequence, hidden}), flat_rows(name(), in.positions, sequence), 0);
-  x = (*layer_norm_)((*intermediate_)(x));
-  Tensor logits = options_.activation(ops::add(token_embedding_->reverse(x), output_bias_.value()));
-  return ops::reshape(logits, {batch, masks, vocabulary_size_});
+  return ops::reshape(logits_for_rows(in.x, flat_rows(name(), in.positions, sequence)),
+                      {batch, masks, vocabulary_size_});
+}
+
+Tensor MaskedLMHead::logits_for_rows(const Tensor& inputs, const Tensor& rows) {
+  const Tensor flat = ops::reshape(inputs, {inputs.dim(0) * inputs.dim(1), inputs.dim(2)});
+  const Tensor x = (*layer_norm_)((*intermediate_)(ops::take(flat, rows, 0)));
+  return options_.activation(ops::add(token_embedding_->reverse(x), output_bias_.value()));
 }
 
 nlohmann::json MaskedLMHead::get_config() const {

@@ -42,6 +42,11 @@ class MaskedLMHead : public Layer {
   using Layer::operator();
   Tensor operator()(const Tensor& inputs, const Tensor& mask_positions) &;
 
+  // (N, vocabulary_size) logits for rows `rows` (int32 indices b * T + t) of inputs
+  // (B, T, H) seen as (B * T, H): call() for any selection of positions, e.g. only the
+  // masked ones that carry weight. REQUIRES: built, rows in range.
+  Tensor logits_for_rows(const Tensor& inputs, const Tensor& rows);
+
   int64_t vocabulary_size() const { return vocabulary_size_; }
   const Variable& output_bias() const { return output_bias_; }
   nlohmann::json get_config() const override;

@@ -125,8 +125,10 @@ class Model : public layers::Layer {
   virtual Logs test_step(const Tree& batch);
   virtual Tree predict_step(const Tree& batch);
 
-  // Updates the loss tracker and compiled metrics from a batch's results.
-  void update_metrics(const Tensor& loss, const Tree& y, const Tree& y_pred, const Tensor& sample_weight);
+  // Updates the loss tracker (weighted by `rows`, the batch's examples; -1: y_pred's first
+  // dimension) and the compiled metrics from a batch's results.
+  void update_metrics(const Tensor& loss, const Tree& y, const Tree& y_pred, const Tensor& sample_weight,
+                      int64_t rows = -1);
   // The loss tracker ("loss") first, then the compiled metrics. Inside a data-parallel
   // step, the calling replica's own copies (merged into the model's after the step).
   std::vector<metrics::Metric*> metrics() const;
@@ -164,6 +166,21 @@ class Model : public layers::Layer {
  protected:
   // For subclasses with their own Keras class name (Sequential).
   Model(std::string class_name, std::string name);
+
+  // What one training or test step computed: the loss, and the targets, outputs and
+  // sample weights the metrics see, for a batch of `rows` examples (-1: y_pred's first
+  // dimension).
+  struct StepResult {
+    Tensor loss;
+    Tree y, y_pred;
+    Tensor sample_weight;
+    int64_t rows = -1;
+  };
+  // The forward pass and loss of train_step (inside its tape) and test_step: call() and
+  // compute_loss() by default. A subclass may compute the outputs of only the part of a
+  // batch the loss reads, as long as the loss equals the whole batch's and the metrics
+  // get matching y, y_pred and weights (BertMaskedLM: the masked rows with weight).
+  virtual StepResult forward_step(const Tree& x, const Tree& y, const Tensor& sample_weight, bool training);
   void build(const Tree& inputs) override;
 
  private:

@@ -124,9 +124,10 @@ Tensor Model::compute_loss(const Tree& /*x*/, const Tree& y, const Tree& y_pred,
   return total;
 }
 
-void Model::update_metrics(const Tensor& loss, const Tree& y, const Tree& y_pred, const Tensor& sample_weight) {
+void Model::update_metrics(const Tensor& loss, const Tree& y, const Tree& y_pred, const Tensor& sample_weight,
+                           int64_t rows) {
   const std::vector<metrics::Metric*> all = metrics();  // this replica's copies inside a replica
-  int64_t batch = y_pred.flatten().empty() ? 0 : y_pred.flatten()[0].dim(0);
+  int64_t batch = rows >= 0 ? rows : y_pred.flatten().empty() ? 0 : y_pred.flatten()[0].dim(0);
   static_cast<metrics::Mean*>(all[0])->update_state(static_cast<double>(loss.item<float>()), static_cast<double>(batch));
   if (all.size() == 1) return;
   std::vector<Tensor> targets = y.flatten(), predictions = y_pred.flatten();
@@ -137,17 +138,23 @@ void Model::update_metrics(const Tensor& loss, const Tree& y, const Tree& y_pred
 
 static Tensor scalar_loss(const Tensor& loss) { return loss.rank() == 0 ? loss : ops::mean(loss); }
 
+Model::StepResult Model::forward_step(const Tree& x, const Tree& y, const Tensor& sample_weight, bool training) {
+  StepResult out{.y = y, .y_pred = (*this)(x, training), .sample_weight = sample_weight};
+  out.loss = compute_loss(x, y, out.y_pred, sample_weight);
+  return out;
+}
+
 Logs Model::train_step(const Tree& batch) {
   auto [x, y, sample_weight] = unpack(batch);
   std::vector<Variable> variables;
-  Tree y_pred;
+  StepResult step;
   Tensor loss;
   std::vector<Tensor> grads;
   std::vector<autograd::IndexedSlices> sparse_grads;
   {
     autograd::GradientTape tape;
-    y_pred = (*this)(x, /*training=*/true);
-    loss = scalar_loss(compute_loss(x, y, y_pred, sample_weight));
+    step = forward_step(x, y, sample_weight, /*training=*/true);
+    loss = scalar_loss(step.loss);
     // After the forward pass: a subclassed model's layers build on their first call.
     variables = trainable_weights();
     std::vector<Tensor> sources(variables.begin(), variables.end());
@@ -160,16 +167,15 @@ Logs Model::train_step(const Tree& batch) {
                 : tape.gradient(loss, sources, &sparse_grads);
   }
   if (!variables.empty()) optimizer().apply_gradients(grads, variables, sparse_grads);
-  update_metrics(loss, y, y_pred, sample_weight);
+  update_metrics(loss, step.y, step.y_pred, step.sample_weight, step.rows);
   return get_metrics_result();
 }
 
 Logs Model::test_step(const Tree& batch) {
   auto [x, y, sample_weight] = unpack(batch);
   autograd::NoGradGuard no_grad;
-  Tree y_pred = (*this)(x, /*training=*/false);
-  Tensor loss = scalar_loss(compute_loss(x, y, y_pred, sample_weight));
-  update_metrics(loss, y, y_pred, sample_weight);
+  const StepResult step = forward_step(x, y, sample_weight, /*training=*/false);
+  update_metrics(scalar_loss(step.loss), step.y, step.y_pred, step.sample_weight, step.rows);
   return get_metrics_result();
 }
 

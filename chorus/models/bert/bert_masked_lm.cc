@@ -11,6 +11,7 @@
 #include "chorus/losses/sparse_categorical_crossentropy.h"
 #include "chorus/metrics/sparse_categorical_accuracy.h"
 #include "chorus/models/bert/bert_presets.h"
+#include "chorus/ops/ops.h"
 #include "chorus/optimizers/adam.h"
 
 namespace chorus::models {
@@ -114,17 +115,57 @@ std::unique_ptr<BertMaskedLM> BertMaskedLM::from_preset(const std::string& name_
   return model;
 }
 
-Tree BertMaskedLM::call(const Tree& inputs, bool training) {
+Tree BertMaskedLM::backbone_inputs(const Tree& inputs) const {
   if (!inputs.is_dict() || !inputs.contains("mask_positions")) {
     throw_error<ValueError>("{}: expected the backbone's dict plus \"mask_positions\", got {}", name(),
                             inputs.empty() ? std::string("nothing") : inputs.to_string());
   }
-  Tree backbone_inputs = Tree::Dict{};
+  Tree out = Tree::Dict{};
   for (const auto& [key, value] : inputs.dict()) {
-    if (key != "mask_positions") backbone_inputs[key] = value;
+    if (key != "mask_positions") out[key] = value;
   }
-  const Tree outputs = (*backbone_)(backbone_inputs, training);
+  return out;
+}
+
+Tree BertMaskedLM::call(const Tree& inputs, bool training) {
+  const Tree outputs = (*backbone_)(backbone_inputs(inputs), training);
   return (*head_)(outputs["sequence_output"].tensor(), inputs["mask_positions"].tensor());
+}
+
+Model::StepResult BertMaskedLM::forward_step(const Tree& x, const Tree& y, const Tensor& sample_weight, bool training) {
+  if (loss() == nullptr || !sample_weight.defined() || !y.is_tensor() || !x.is_dict() ||
+      !x.contains("mask_positions") || !x.contains("token_ids") || y.tensor().shape() != sample_weight.shape() ||
+      x["mask_positions"].tensor().shape() != sample_weight.shape() || sample_weight.rank() != 2) {
+    return Model::forward_step(x, y, sample_weight, training);
+  }
+  const Tensor positions = ops::cast(x["mask_positions"].tensor(), kInt64);
+  const Tensor weights = ops::cast(sample_weight, kFloat32);
+  const int64_t batch = positions.dim(0), masks = positions.dim(1), sequence = x["token_ids"].tensor().dim(1);
+  std::vector<int32_t> rows, kept;  // rows of (B * T, H) to predict; their entries of (B * M)
+  for (int64_t i = 0; i < batch * masks; ++i) {
+    if (weights.data<float>()[i] == 0) continue;
+    const int64_t pos = positions.data<int64_t>()[i];
+    if (pos < 0 || pos >= sequence) {
+      throw_error<IndexError>("{}: mask_positions[{}, {}] = {} is outside the sequence [0, {})", head_->name(),
+                              i / masks, i % masks, pos, sequence);
+    }
+    rows.push_back(static_cast<int32_t>((i / masks) * sequence + pos));
+    kept.push_back(static_cast<int32_t>(i));
+  }
+  const auto n = static_cast<int64_t>(rows.size());
+  const Tensor sequence_output = (*backbone_)(backbone_inputs(x), training)["sequence_output"].tensor();
+  StepResult out{.rows = batch};
+  out.y_pred = head_->logits_for_rows(sequence_output, from_values<int32_t>(rows, Shape{n}));
+  const Tensor kept_index = from_values<int32_t>(kept, Shape{n});
+  out.y = ops::take(ops::reshape(y.tensor(), {batch * masks}), kept_index, 0);
+  out.sample_weight = ops::take(ops::reshape(weights, {batch * masks}), kept_index, 0);
+  out.loss = (*loss())(out.y.tensor(), out.y_pred.tensor(), out.sample_weight);
+  // Reductions that divide by the number of loss values count all B x M of them.
+  const std::string& reduction = loss()->reduction();
+  if (reduction != "sum" && reduction != "mean_with_sample_weight" && batch * masks > 0) {
+    out.loss = ops::multiply(out.loss, scalar(static_cast<double>(n) / static_cast<double>(batch * masks)));
+  }
+  return out;
 }
 
 data::Dataset BertMaskedLM::preprocess(const data::Dataset& data) const {

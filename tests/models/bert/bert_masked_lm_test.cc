@@ -83,6 +83,37 @@ TEST(BertMaskedLMTest, FreezingPooledDenseDropsItFromTrainingAndTheLossFalls) {
   EXPECT_TRUE(testing::same_bits(pooled_before, model.backbone().get_layer("pooled_dense").weights()[0].value()));
 }
 
+// Training and evaluation compute logits only for the weighted masks; the loss and the
+// weighted accuracy equal those of the whole (B, M) logits, for each reduction.
+TEST(BertMaskedLMTest, StepsOnTheWeightedMasksOnlyGiveTheWholeBatchsLossAndAccuracy) {
+  layers::set_random_seed(8);
+  BertMaskedLM model(mlm_test_config());
+  Tree batch = mlm_batch(4, 5);
+  std::vector<float> weights = {1, 0, 1, 1, 0, 0, 1, 0};  // rows with 1, 2, 0 and 1 masks
+  batch[2] = from_values<float>(weights, Shape{4, 2});
+  const Tensor logits = model(batch[0]).tensor();
+  const auto per = losses::sparse_categorical_crossentropy(batch[1].tensor(), logits, true).to_vector<double>();
+  const auto predicted = ops::argmax(logits, -1).to_vector<double>();
+  const auto labels = batch[1].tensor().to_vector<double>();
+  double weighted = 0, hits = 0;
+  for (size_t i = 0; i < per.size(); ++i) {
+    weighted += weights[i] * per[i];
+    hits += weights[i] * (predicted[i] == labels[i]);
+  }
+  const data::Dataset one_batch = data::Dataset::from_tensor_slices(batch).batch(4);
+  for (const char* reduction : {"sum_over_batch_size", "mean_with_sample_weight", "sum"}) {
+    model.compile({.optimizer = optimizers::AdamW(1e-3),
+                   .loss = losses::SparseCategoricalCrossentropy({.from_logits = true, .reduction = reduction}),
+                   .metrics = {metrics::SparseCategoricalAccuracy()}});
+    const Logs logs = model.evaluate(one_batch, {.verbose = 0});
+    const double expected = std::string(reduction) == "sum" ? weighted
+                            : std::string(reduction) == "sum_over_batch_size" ? weighted / 8
+                                                                               : weighted / 4;
+    EXPECT_NEAR(logs.at("loss"), expected, 1e-5) << reduction;
+    EXPECT_NEAR(logs.at("sparse_categorical_accuracy"), hits / 4, 1e-6) << reduction;
+  }
+}
+
 class BertMaskedLMDataTest : public testing::TempDirTest {
  protected:
   void SetUp() override {
