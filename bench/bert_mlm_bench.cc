@@ -101,11 +101,66 @@ class StepLosses : public models::Callback {
   }
   std::vector<int64_t> batch_rows;
   std::vector<double> losses, accuracies;
+  std::vector<double> masked_rows;  // per batch, as the pipeline made them
 
  private:
   double loss_mean = 0, acc_mean = 0;
   int64_t seen = 0;
 };
+
+// One matrix product of the step: `count` times (batch x) op(a) (M, K) @ op(b) (K, N).
+struct StepProduct {
+  int64_t count, batch, m, k, n;
+  bool ta, tb;
+};
+
+// The products of one BERT-tiny step (forward, and both backward products of each) with
+// `masked` head rows: what the step costs if nothing but its matmuls ran, each at the
+// speed oneDNN reaches on it alone (timed here through ops::matmul).
+struct MatmulFloor {
+  double seconds = 0, flops = 0;
+  nlohmann::json products = nlohmann::json::array();  // [shape, count, GFLOP/s] each
+};
+
+MatmulFloor matmul_floor(int64_t masked, int64_t vocabulary) {
+  const int64_t tokens = kBatch * kSequence, heads = 2, head_dim = 64, hidden = 128, inner = 512;
+  std::vector<StepProduct> products;
+  auto dense = [&](int64_t count, int64_t rows, int64_t in, int64_t out) {
+    products.push_back({count, 1, rows, in, out, false, false});  // x @ W
+    products.push_back({count, 1, rows, out, in, false, true});   // dx = g @ W^T
+    products.push_back({count, 1, in, rows, out, true, false});   // dW = x^T @ g
+  };
+  auto batched = [&](int64_t count, int64_t m, int64_t k, int64_t n) {  // (B * heads) products
+    products.push_back({count, kBatch * heads, m, k, n, false, true});
+    products.push_back({count, kBatch * heads, m, n, k, false, false});
+    products.push_back({count, kBatch * heads, k, m, n, true, false});
+  };
+  dense(2 * 4, tokens, hidden, hidden);           // query, key, value, attention output
+  dense(2, tokens, hidden, inner);                // feedforward in
+  dense(2, tokens, inner, hidden);                // feedforward out
+  batched(2, kSequence, head_dim, kSequence);     // scores = q @ k^T
+  batched(2, kSequence, kSequence, head_dim);     // probabilities @ v
+  dense(1, masked, hidden, hidden);               // head's dense
+  products.push_back({1, 1, masked, hidden, vocabulary, false, true});  // logits = h @ E^T
+  products.push_back({1, 1, masked, vocabulary, hidden, false, false});  // dh = g @ E
+  products.push_back({1, 1, vocabulary, masked, hidden, true, false});   // dE = g^T @ h
+  MatmulFloor floor;
+  Generator gen(3);
+  for (const StepProduct& p : products) {
+    const Shape a = p.ta ? Shape{p.k, p.m} : Shape{p.m, p.k}, b = p.tb ? Shape{p.n, p.k} : Shape{p.k, p.n};
+    auto with_batch = [&](Shape s) { return p.batch > 1 ? Shape{p.batch, s[0], s[1]} : s; };
+    const Tensor x = uniform(with_batch(a), gen), y = uniform(with_batch(b), gen);
+    auto product = [&] { (void)ops::matmul(x, y, {.transpose_a = p.ta, .transpose_b = p.tb}); };
+    const double once = bench::median_seconds(product, bench::calibrate_iters(product, 0.02), 5);
+    const double flops = 2.0 * static_cast<double>(p.batch * p.m * p.k * p.n);
+    floor.seconds += static_cast<double>(p.count) * once;
+    floor.flops += static_cast<double>(p.count) * flops;
+    floor.products.push_back({fmt::format("{}{}x{}{}@{}x{}{}", p.batch > 1 ? std::to_string(p.batch) + "x" : "", p.m,
+                                          p.k, p.ta ? "^T" : "", p.k, p.n, p.tb ? "^T" : ""),
+                              p.count, std::round(flops / once * 1e-9)});
+  }
+  return floor;
+}
 
 double best_torch_steps_per_s(const std::string& file) {
   double best = 0;
@@ -188,7 +243,11 @@ void run(const BertBenchArgs& args) {
   auto batches = data::Dataset::from_generator(
       [&](int64_t) {
         auto cursor = std::make_shared<BatchCursor>(BatchCursor{train.dim(0)});
-        return [&, cursor]() -> std::optional<Tree> { return masked_batch(train, masker, 0, *cursor); };
+        return [&, cursor]() -> std::optional<Tree> {
+          Tree batch = masked_batch(train, masker, 0, *cursor);
+          losses->masked_rows.push_back(ops::sum(batch[2].tensor()).item<float>());
+          return batch;
+        };
       },
       data::kInfiniteCardinality);
   const auto start = Clock::now();
@@ -200,6 +259,17 @@ void run(const BertBenchArgs& args) {
                            {"prep_s", prep_s}, {"train_wall_s", train_s},
                            {"steps_per_s", static_cast<double>(args.steps) / train_s},
                            {"loss_curve", curve(losses->losses)}, {"masked_acc_curve", curve(losses->accuracies)}};
+  // The masked rows of a step, on average (the head's products scale with them).
+  double masked = 0;
+  for (double rows : losses->masked_rows) masked += rows;
+  masked /= static_cast<double>(std::max<size_t>(losses->masked_rows.size(), 1));
+  const MatmulFloor floor = matmul_floor(static_cast<int64_t>(std::lround(masked)), vocabulary_size);
+  record["masked_rows_per_step"] = masked;
+  record["matmul_floor_s"] = floor.seconds;
+  record["matmul_gflop"] = floor.flops * 1e-9;
+  record["matmul_gflops"] = floor.flops / floor.seconds * 1e-9;
+  record["matmul_products"] = floor.products;
+  record["ratio_to_matmul_bound"] = floor.seconds / (train_s / static_cast<double>(args.steps));
   if (args.validate) {
     const auto [val_loss, val_acc] = validate(model, val, masker);
     record["val_loss"] = val_loss;
