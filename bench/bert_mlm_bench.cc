@@ -9,16 +9,21 @@
 //                  times), the loss curve (mean of the 25 steps before each point), the
 //                  validation loss and masked accuracy; ratio to the best peer setting.
 //   case scaling   the same steps on --devices logical devices (one core each).
+//   case fidelity  --preset DIR from bench/bert_hf_fidelity.py: the peer's model with
+//                  the peer's weights in Hugging Face naming, loaded by from_preset; the
+//                  logits of the masked positions and the loss against the peer's.
 // Usage: bert_mlm_bench [--data DIR] [--steps N] [--threads N] [--devices N] [--no-val]
-//                       [--torch-json FILE] [--case float32|scaling]
+//                       [--torch-json FILE] [--case float32|scaling|fidelity] [--preset DIR]
 // Single-threaded driver; one JSON line per measurement (bench_util.h emit).
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <iostream>
 
 #include "bench/bench_util.h"
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
+#include "chorus/io/safetensors.h"
 
 namespace chorus {
 namespace {
@@ -35,7 +40,47 @@ struct BertBenchArgs {
   bool validate = true;
   std::string torch_json;
   std::string bench_case = "float32";
+  std::string preset;  // fidelity: the folder bert_hf_fidelity.py wrote
 };
+
+std::map<std::string, Tensor> read_named(const std::string& file) {
+  std::map<std::string, Tensor> out;
+  for (auto& [name, tensor] : io::load_safetensors(file).tensors) out[name] = tensor;
+  return out;
+}
+
+// The peer's batch through chorus's model loaded from the peer's weights.
+void run_fidelity(const BertBenchArgs& args) {
+  auto model = models::BertMaskedLM::from_preset(args.preset, {.with_preprocessor = false});
+  auto batch = read_named(args.preset + "/batch.safetensors");
+  auto expected = read_named(args.preset + "/expected.safetensors");
+  const Tree x = Tree{{"token_ids", batch["token_ids"]},
+                      {"padding_mask", batch["padding_mask"]},
+                      {"mask_positions", batch["mask_positions"]}};
+  autograd::NoGradGuard no_grad;
+  const Tensor logits = (*model)(x, false).tensor();  // (B, M, V)
+  const Tensor& weights = batch["mask_weights"];
+  const int64_t vocabulary = logits.dim(2);
+  std::vector<int32_t> kept;  // the real masked rows, in row order (the peer's order)
+  for (int64_t i = 0; i < weights.numel(); ++i) {
+    if (weights.data<float>()[i] != 0) kept.push_back(static_cast<int32_t>(i));
+  }
+  const Tensor ours = ops::take(ops::reshape(logits, {weights.numel(), vocabulary}),
+                                from_values<int32_t>(kept, Shape{static_cast<int64_t>(kept.size())}), 0);
+  const Tensor& theirs = expected["logits"];
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < theirs.numel(); ++i) scale = std::max(scale, std::abs(double{theirs.data<float>()[i]}));
+  for (int64_t i = 0; i < theirs.numel(); ++i) {
+    worst = std::max(worst, std::abs(double{ours.data<float>()[i]} - theirs.data<float>()[i]));
+  }
+  const losses::SparseCategoricalCrossentropy loss({.from_logits = true, .reduction = "mean_with_sample_weight"});
+  const double our_loss = loss(batch["mask_ids"], logits, weights).item<float>();
+  const double their_loss = expected["loss"].data<float>()[0];
+  bench::emit({{"bench", "bert_mlm"}, {"case", "fidelity"}, {"masked", kept.size()},
+               {"max_abs_logit_difference", worst}, {"max_abs_logit", scale},
+               {"max_relative_logit_difference", worst / scale}, {"loss", our_loss}, {"peer_loss", their_loss},
+               {"relative_loss_difference", std::abs(our_loss - their_loss) / their_loss}});
+}
 
 // The lines of `file` longer than 100 bytes, newline stripped (the peer's read_lines).
 std::vector<std::string> long_wiki_lines(const std::string& file) {
@@ -301,13 +346,18 @@ int main(int argc, char** argv) {
     else if (a == "--no-val") args.validate = false;
     else if (a == "--torch-json") args.torch_json = value();
     else if (a == "--case") args.bench_case = value();
+    else if (a == "--preset") args.preset = value();
     else {
       std::cerr << "bert_mlm_bench: unknown argument " << a << "\n";
       return 2;
     }
   }
   try {
-    chorus::run(args);
+    if (args.bench_case == "fidelity") {
+      chorus::run_fidelity(args);
+    } else {
+      chorus::run(args);
+    }
   } catch (const std::exception& e) {
     std::cerr << "bert_mlm_bench: " << e.what() << "\n";
     return 1;

@@ -11,6 +11,7 @@
 #include "chorus/losses/sparse_categorical_crossentropy.h"
 #include "chorus/metrics/sparse_categorical_accuracy.h"
 #include "chorus/models/bert/bert_presets.h"
+#include "chorus/models/bert/hugging_face_bert.h"
 #include "chorus/ops/ops.h"
 #include "chorus/optimizers/adam.h"
 
@@ -50,20 +51,27 @@ std::shared_ptr<const text::BertMaskedLMPreprocessor> make_preprocessor(const st
   return std::make_shared<text::BertMaskedLMPreprocessor>(std::move(tokenizer), options.preprocessor);
 }
 
-nlohmann::json read_preset_config(const std::filesystem::path& dir) {
-  const std::filesystem::path file = dir / "config.json";
+nlohmann::json read_json_file(const std::filesystem::path& file) {
   std::ifstream in(file);
-  if (!in) throw_error<IOError>("BertMaskedLM.from_preset: {} has no config.json", dir.string());
+  if (!in) throw_error<IOError>("BertMaskedLM.from_preset: {} has no {}", file.parent_path().string(), file.filename().string());
   try {
-    nlohmann::json json = nlohmann::json::parse(in);
-    if (json.value("class_name", "") != "BertMaskedLM" || !json.contains("config")) {
-      throw_error<ValueError>("BertMaskedLM.from_preset: {} holds a {}, not a BertMaskedLM saved by chorus",
-                              file.string(), json.value("class_name", std::string("config without a class_name")));
-    }
-    return json["config"]["backbone"];
+    return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
     throw_error<IOError>("BertMaskedLM.from_preset: {}: malformed JSON: {}", file.string(), e.what());
   }
+}
+
+// The backbone config of a folder chorus's save() wrote.
+nlohmann::json read_preset_config(const std::filesystem::path& dir) {
+  const std::filesystem::path file = dir / "config.json";
+  const nlohmann::json json = read_json_file(file);
+  if (json.value("class_name", "") != "BertMaskedLM" || !json.contains("config") ||
+      !json["config"].contains("backbone")) {
+    throw_error<ValueError>("BertMaskedLM.from_preset: {} holds a {}, neither a BertMaskedLM saved by chorus nor a "
+                            "Hugging Face BERT (\"model_type\": \"bert\")",
+                            file.string(), json.value("class_name", std::string("config without a class_name")));
+  }
+  return json["config"]["backbone"];
 }
 
 }  // namespace
@@ -92,9 +100,16 @@ BertMaskedLM::BertMaskedLM(BertBackboneConfig config, std::shared_ptr<const text
 std::unique_ptr<BertMaskedLM> BertMaskedLM::from_preset(const std::string& name_or_dir, BertPresetOptions options) {
   const std::filesystem::path dir(name_or_dir);
   const bool is_dir = std::filesystem::is_directory(dir);
+  const bool hugging_face = is_dir && is_hugging_face_bert(dir);
   BertBackboneConfig config;
   bool lowercase = true;
-  if (is_dir) {
+  if (hugging_face) {
+    config = hugging_face_bert_config(read_json_file(dir / "config.json"));
+    if (std::filesystem::exists(dir / "tokenizer_config.json")) {
+      lowercase = read_json_file(dir / "tokenizer_config.json").value("do_lower_case", true);
+    }
+    if (options.vocabulary.empty()) options.vocabulary = dir / "vocab.txt";
+  } else if (is_dir) {
     config = BertBackboneConfig::from_json(read_preset_config(dir));
     if (options.vocabulary.empty()) options.vocabulary = dir / "vocab.txt";
   } else {
@@ -106,7 +121,9 @@ std::unique_ptr<BertMaskedLM> BertMaskedLM::from_preset(const std::string& name_
   if (options.dropout) config.dropout = *options.dropout;
   auto model = std::make_unique<BertMaskedLM>(
       config, make_preprocessor(options.vocabulary, lowercase, options, config.vocabulary_size));
-  if (is_dir) {
+  if (hugging_face) {
+    load_hugging_face_bert_weights(*model, dir / "model.safetensors");
+  } else if (is_dir) {
     model->load_weights(dir / "model.weights.safetensors");
   } else {
     std::cout << "BertMaskedLM.from_preset: " << name_or_dir

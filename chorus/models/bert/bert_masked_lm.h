@@ -42,8 +42,10 @@ class BertMaskedLM : public Model {
                         std::string name = "bert_masked_lm");
 
   // `name_or_dir`: a preset name (bert_presets(); random weights, said on stdout: chorus
-  // downloads nothing) or a folder written by save() (config.json,
-  // model.weights.safetensors, and vocab.txt unless options.vocabulary names one).
+  // downloads nothing), a folder written by save() (config.json,
+  // model.weights.safetensors), or a Hugging Face BERT folder (config.json,
+  // model.safetensors; hugging_face_bert.h) — with vocab.txt unless options.vocabulary
+  // names one.
   // Throws ValueError listing the known presets for an unknown name, naming the file for
   // a folder without config or weights, and naming both sizes for a vocabulary whose size
   // differs from the model's; load_weights names every missing or mismatched weight.
