@@ -286,10 +286,39 @@ Tree MultiHeadAttention::attend(const Inputs& in, bool training, bool return_sco
 
 Tree MultiHeadAttention::call(const Tree& inputs, bool training) { return attend(unpack(inputs), training, false); }
 
+namespace {
+
+// Keras's _compute_causal_mask: (T, S) int32, 1 where row >= column.
+Tensor causal_attention_mask(int64_t t, int64_t s) {
+  Tensor mask = Tensor::empty({t, s}, kInt32);
+  for (int64_t i = 0; i < t; ++i) {
+    for (int64_t j = 0; j < s; ++j) mask.data<int32_t>()[i * s + j] = i >= j ? 1 : 0;
+  }
+  return mask;
+}
+
+}  // namespace
+
 Tree MultiHeadAttention::operator()(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& args) & {
   Tree inputs = {{"query", query}, {"value", value}};
   if (args.key.defined()) inputs["key"] = args.key;
   if (args.attention_mask.defined()) inputs["attention_mask"] = args.attention_mask;
+  if (args.use_causal_mask) {
+    if (is_symbolic(inputs)) {
+      throw_error<ValueError>("{}: use_causal_mask is not supported on symbolic inputs (the functional API); pass "
+                              "the causal attention_mask instead",
+                              name());
+    }
+    if (query.rank() != 3 || value.rank() != 3) {
+      throw_error<ShapeError>("{}: use_causal_mask expects query and value of rank 3 (batch, sequence, dim), got {} "
+                              "and {}",
+                              name(), query.shape().to_string(), value.shape().to_string());
+    }
+    const Tensor causal = causal_attention_mask(query.dim(1), value.dim(1));
+    inputs["attention_mask"] =
+        args.attention_mask.defined() ? ops::minimum(ops::cast(ops::cast(args.attention_mask, kBool), kInt32), causal)
+                                      : causal;
+  }
   if (!args.return_attention_scores) return Layer::operator()(inputs, args.training);
   if (is_symbolic(inputs)) {
     throw_error<ValueError>(

@@ -36,6 +36,11 @@ struct MultiHeadAttentionCall {
   // Optional (B, T, S): 1 / true where query t may attend to key s, 0 / false where not
   // (nonzero attends). Fewer leading axes broadcast ((T, S)); the heads always do.
   Tensor attention_mask;
+  // Keras's use_causal_mask: query t attends to keys s <= t only (a (T, S) lower
+  // triangle, combined with attention_mask by logical and), as a decoder's
+  // self-attention needs. Inputs of rank 3 and tensors only: with the functional API's
+  // symbolic inputs it throws ValueError.
+  bool use_causal_mask = false;
   // Also return the probabilities (B, N, T, S), before dropout. Tensors only: with the
   // functional API's symbolic inputs it throws ValueError.
   bool return_attention_scores = false;

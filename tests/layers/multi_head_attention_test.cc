@@ -162,6 +162,32 @@ TEST(MultiHeadAttentionTest, MaskedKeysGetZeroProbability) {
                            1e-5, 1e-4));
 }
 
+// use_causal_mask equals passing Keras's (T, S) lower triangle, and combines with a
+// padding mask by logical and; later positions cannot reach earlier outputs.
+TEST(MultiHeadAttentionTest, CausalMaskIsTheLowerTriangleAndKeepsTheFutureOut) {
+  MultiHeadAttention mha(2, 4);
+  const Tensor x = random_tensor(Shape{2, 5, 8}, 21);
+  const Tensor triangle = from_values<float>({1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1},
+                                             Shape{5, 5});
+  EXPECT_TRUE(tensors_near(mha(x, x, {.use_causal_mask = true}).tensor(),
+                           mha(x, x, {.attention_mask = triangle}).tensor(), 0, 0));
+  std::vector<float> padding(2 * 5 * 5, 1.f);
+  for (int t = 0; t < 5; ++t) padding[t * 5 + 0] = 0.f;  // batch 0 may not attend to key 0
+  const Tensor pad = from_values(padding, Shape{2, 5, 5});
+  const auto both = mha(x, x, {.attention_mask = pad, .use_causal_mask = true, .return_attention_scores = true});
+  const auto p = both[1].tensor().to_vector<float>();
+  EXPECT_EQ(p[1 * 5 + 0], 0.f);   // batch 0, head 0, query 1: key 0 is padding
+  EXPECT_EQ(p[1 * 5 + 2], 0.f);   // ... key 2 is in the future
+  EXPECT_GT(p[1 * 5 + 1], 0.f);   // ... key 1 is neither
+  std::vector<float> xv = x.to_vector<float>();
+  for (int i = 3 * 8; i < 5 * 8; ++i) xv[i] += 5.f;  // change positions 3 and 4 of batch 0
+  const Tensor a = mha(x, x, {.use_causal_mask = true}).tensor();
+  const Tensor b = mha(from_values(xv, x.shape()), from_values(xv, x.shape()), {.use_causal_mask = true}).tensor();
+  EXPECT_TRUE(tensors_near(ops::slice(a, {0, 0, 0}, {1, 3, 8}), ops::slice(b, {0, 0, 0}, {1, 3, 8}), 1e-6, 1e-6));
+  EXPECT_THAT([&] { mha(Input({5, 8}), Input({5, 8}), {.use_causal_mask = true}); },
+              ThrowsMessage<ValueError>(HasSubstr("use_causal_mask is not supported on symbolic inputs")));
+}
+
 TEST(MultiHeadAttentionTest, DropoutAppliesToTheProbabilitiesWhenTraining) {
   MultiHeadAttention a(2, 4, {.dropout = 0.5, .seed = 3}), b(2, 4, {.dropout = 0.5, .seed = 3});
   const Tensor x = random_tensor(Shape{2, 6, 8}, 12);
