@@ -246,77 +246,100 @@ nlohmann::json curve(const std::vector<double>& values) {
   return out;
 }
 
-void run(const BertBenchArgs& args) {
-  backend::cpu::set_intra_op_threads(args.devices > 0 ? 1 : args.threads);
-  const auto prep_start = Clock::now();
+// The peer's data: its word vocabulary and the encoded train and validation rows.
+struct PeerData {
+  int64_t vocabulary_size = 0;
+  Tensor train, val;
+  double prep_s = 0;
+};
+
+PeerData load_peer_data(const std::string& dir) {
+  const auto start = Clock::now();
   std::vector<std::string> vocabulary;
   {
-    std::ifstream in(args.data + "/wiki.train.tokens");
+    std::ifstream in(dir + "/wiki.train.tokens");
     vocabulary = text::build_word_vocabulary([&]() -> std::optional<std::string> {
       std::string line;
       return std::getline(in, line) ? std::optional(line) : std::nullopt;
     });
   }
-  const text::WordTokenizer tokenizer(text::Vocabulary(vocabulary, "wiki.train.tokens words"));
-  const auto vocabulary_size = static_cast<int64_t>(vocabulary.size());
-  const Tensor train = encode_rows(long_wiki_lines(args.data + "/wiki.train.tokens"), tokenizer);
-  const Tensor val = encode_rows(long_wiki_lines(args.data + "/wiki.valid.tokens"), tokenizer);
-  const double prep_s = std::chrono::duration<double>(Clock::now() - prep_start).count();
-  const text::MaskedLMMaskGenerator masker({.vocabulary_size = static_cast<int32_t>(vocabulary_size),
-                                            .mask_selection_length = kMasks,
-                                            .mask_token_id = kMask,
-                                            .unselectable_token_ids = {kPad, kCls, kSep, kMask, kUnk},
-                                            .seed = 0});
+  PeerData data{.vocabulary_size = static_cast<int64_t>(vocabulary.size())};
+  const text::WordTokenizer tokenizer(text::Vocabulary(std::move(vocabulary), "wiki.train.tokens words"));
+  data.train = encode_rows(long_wiki_lines(dir + "/wiki.train.tokens"), tokenizer);
+  data.val = encode_rows(long_wiki_lines(dir + "/wiki.valid.tokens"), tokenizer);
+  data.prep_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return data;
+}
+
+// The peer's model and optimizer, on `devices` logical devices (0: no distribution).
+std::unique_ptr<models::BertMaskedLM> make_peer_model(int64_t vocabulary_size, int64_t steps, int devices) {
   layers::set_random_seed(0);
   std::optional<distribution::DistributionScope> scope;
-  if (args.devices > 0) {
-    distribute::set_cpu_devices(args.devices);
+  if (devices > 0) {
+    distribute::set_cpu_devices(devices);
     scope.emplace(distribute::MirroredStrategy().scope());
   }
-  models::BertMaskedLM model({.vocabulary_size = vocabulary_size, .num_layers = 2, .num_heads = 2, .hidden_dim = 128,
-                              .intermediate_dim = 512, .dropout = 0.1, .max_sequence_length = kSequence});
-  model.get_layer("bert_backbone").get_layer("pooled_dense").set_trainable(false);
-  model.compile({.optimizer = optimizers::AdamW({.learning_rate = optimizers::schedules::PolynomialDecay(2e-4, args.steps, 0.0),
-                                                 .weight_decay = 0.004,
-                                                 .epsilon = 1e-7}),
-                 .loss = losses::SparseCategoricalCrossentropy({.from_logits = true, .reduction = "mean_with_sample_weight"}),
-                 .metrics = {metrics::SparseCategoricalAccuracy()}});
-  scope.reset();
-  auto losses = std::make_shared<StepLosses>();
-  BatchCursor sizes{train.dim(0)};
-  for (int64_t s = 0; s < args.steps; ++s) losses->batch_rows.push_back(sizes.next().second);
-  auto batches = data::Dataset::from_generator(
-      [&](int64_t) {
-        auto cursor = std::make_shared<BatchCursor>(BatchCursor{train.dim(0)});
-        return [&, cursor]() -> std::optional<Tree> {
-          Tree batch = masked_batch(train, masker, 0, *cursor);
-          losses->masked_rows.push_back(ops::sum(batch[2].tensor()).item<float>());
-          return batch;
-        };
-      },
-      data::kInfiniteCardinality);
-  const auto start = Clock::now();
-  model.fit(batches, {.epochs = 1, .verbose = 0, .callbacks = {losses}, .steps_per_epoch = args.steps});
-  const double train_s = std::chrono::duration<double>(Clock::now() - start).count();
-  nlohmann::json record = {{"bench", "bert_mlm"}, {"case", args.bench_case}, {"threads", args.threads},
-                           {"devices", args.devices}, {"steps", args.steps}, {"batch", kBatch},
-                           {"seq_len", kSequence}, {"vocab", vocabulary_size}, {"params", model.count_params()},
-                           {"prep_s", prep_s}, {"train_wall_s", train_s},
-                           {"steps_per_s", static_cast<double>(args.steps) / train_s},
-                           {"loss_curve", curve(losses->losses)}, {"masked_acc_curve", curve(losses->accuracies)}};
-  // The masked rows of a step, on average (the head's products scale with them).
-  double masked = 0;
-  for (double rows : losses->masked_rows) masked += rows;
-  masked /= static_cast<double>(std::max<size_t>(losses->masked_rows.size(), 1));
+  auto model = std::make_unique<models::BertMaskedLM>(models::BertBackboneConfig{
+      .vocabulary_size = vocabulary_size, .num_layers = 2, .num_heads = 2, .hidden_dim = 128,
+      .intermediate_dim = 512, .dropout = 0.1, .max_sequence_length = kSequence});
+  model->get_layer("bert_backbone").get_layer("pooled_dense").set_trainable(false);
+  model->compile(
+      {.optimizer = optimizers::AdamW({.learning_rate = optimizers::schedules::PolynomialDecay(2e-4, steps, 0.0),
+                                       .weight_decay = 0.004,
+                                       .epsilon = 1e-7}),
+       .loss = losses::SparseCategoricalCrossentropy({.from_logits = true, .reduction = "mean_with_sample_weight"}),
+       .metrics = {metrics::SparseCategoricalAccuracy()}});
+  return model;
+}
+
+// The step's matmul floor for the masked rows the run saw, and the step's ratio to it.
+void add_matmul_floor(nlohmann::json& record, const StepLosses& losses, int64_t vocabulary_size, double step_s) {
+  double masked = 0;  // per step, on average: the head's products scale with it
+  for (double rows : losses.masked_rows) masked += rows;
+  masked /= static_cast<double>(std::max<size_t>(losses.masked_rows.size(), 1));
   const MatmulFloor floor = matmul_floor(static_cast<int64_t>(std::lround(masked)), vocabulary_size);
   record["masked_rows_per_step"] = masked;
   record["matmul_floor_s"] = floor.seconds;
   record["matmul_gflop"] = floor.flops * 1e-9;
   record["matmul_gflops"] = floor.flops / floor.seconds * 1e-9;
   record["matmul_products"] = floor.products;
-  record["ratio_to_matmul_bound"] = floor.seconds / (train_s / static_cast<double>(args.steps));
+  record["ratio_to_matmul_bound"] = floor.seconds / step_s;
+}
+
+void run(const BertBenchArgs& args) {
+  backend::cpu::set_intra_op_threads(args.devices > 0 ? 1 : args.threads);
+  const PeerData peer = load_peer_data(args.data);
+  const text::MaskedLMMaskGenerator masker({.vocabulary_size = static_cast<int32_t>(peer.vocabulary_size),
+                                            .mask_selection_length = kMasks,
+                                            .mask_token_id = kMask,
+                                            .unselectable_token_ids = {kPad, kCls, kSep, kMask, kUnk},
+                                            .seed = 0});
+  auto model = make_peer_model(peer.vocabulary_size, args.steps, args.devices);
+  auto losses = std::make_shared<StepLosses>();
+  BatchCursor sizes{peer.train.dim(0)};
+  for (int64_t s = 0; s < args.steps; ++s) losses->batch_rows.push_back(sizes.next().second);
+  auto batches = data::Dataset::from_generator(
+      [&](int64_t) {
+        auto cursor = std::make_shared<BatchCursor>(BatchCursor{peer.train.dim(0)});
+        return [&, cursor]() -> std::optional<Tree> {
+          Tree batch = masked_batch(peer.train, masker, 0, *cursor);
+          losses->masked_rows.push_back(ops::sum(batch[2].tensor()).item<float>());
+          return batch;
+        };
+      },
+      data::kInfiniteCardinality);
+  const auto start = Clock::now();
+  model->fit(batches, {.epochs = 1, .verbose = 0, .callbacks = {losses}, .steps_per_epoch = args.steps});
+  const double train_s = std::chrono::duration<double>(Clock::now() - start).count();
+  nlohmann::json record = {{"bench", "bert_mlm"}, {"case", args.bench_case}, {"threads", args.threads},
+                           {"devices", args.devices}, {"steps", args.steps}, {"batch", kBatch},
+                           {"seq_len", kSequence}, {"vocab", peer.vocabulary_size}, {"params", model->count_params()},
+                           {"prep_s", peer.prep_s}, {"train_wall_s", train_s},
+                           {"steps_per_s", static_cast<double>(args.steps) / train_s},
+                           {"loss_curve", curve(losses->losses)}, {"masked_acc_curve", curve(losses->accuracies)}};
+  add_matmul_floor(record, *losses, peer.vocabulary_size, train_s / static_cast<double>(args.steps));
   if (args.validate) {
-    const auto [val_loss, val_acc] = validate(model, val, masker);
+    const auto [val_loss, val_acc] = validate(*model, peer.val, masker);
     record["val_loss"] = val_loss;
     record["val_masked_acc"] = val_acc;
   }
