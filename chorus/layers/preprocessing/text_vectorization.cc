@@ -34,9 +34,9 @@ E enum_from_json(const nlohmann::json& value, const std::array<std::pair<E, cons
     if (value.is_string() && value.get<std::string>() == name) return e;
     accepted += std::string(accepted.empty() ? "" : ", ") + name;
   }
-  throw_error<ValueError>("TextVectorization: unknown {} {}; expected one of {} or null (custom callables are not "
-                          "supported)",
-                          key, value.dump(), accepted);
+  throw_error<ValueError>("TextVectorization: unknown {} {}; expected one of {} or null (a custom callable cannot "
+                          "be rebuilt from a config: build the layer in code with custom_{} and load its weights)",
+                          key, value.dump(), accepted, key);
 }
 
 template <class E, size_t N>
@@ -137,7 +137,7 @@ RaggedTensor TextVectorization::preprocess(const Tensor& inputs) const {
   if (!is_string(inputs.dtype())) {
     throw_error<DTypeError>("{}: expected a string tensor, got dtype {}", name(), dtype_name(inputs.dtype()));
   }
-  const bool split = options_.split != Split::kNone;
+  const bool split = options_.split != Split::kNone || options_.custom_split;
   const Shape& shape = inputs.shape();
   if (split ? shape.rank() > 2 || (shape.rank() == 2 && shape[1] != 1) : shape.rank() > 2) {
     throw_error<ValueError>("{}: {}. Received: inputs of shape {}", name(),
@@ -154,8 +154,12 @@ RaggedTensor TextVectorization::preprocess(const Tensor& inputs) const {
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<std::string> tokens;
     for (int64_t k = 0; k < per_row; ++k) {
-      std::string text = standardize(texts[static_cast<size_t>(r * per_row + k)], options_.standardize, *strip_);
-      if (options_.split == Split::kWhitespace) {
+      const std::string& input = texts[static_cast<size_t>(r * per_row + k)];
+      std::string text = options_.custom_standardize ? options_.custom_standardize(input)
+                                                     : standardize(input, options_.standardize, *strip_);
+      if (options_.custom_split) {
+        for (std::string& token : options_.custom_split(text)) tokens.push_back(std::move(token));
+      } else if (options_.split == Split::kWhitespace) {
         for (std::string& token : text::strings::split(text)) tokens.push_back(std::move(token));
       } else if (options_.split == Split::kCharacter) {
         for (std::string& token : split_characters(text)) tokens.push_back(std::move(token));
@@ -191,7 +195,7 @@ Tree TextVectorization::call(const Tree& inputs, bool /*training*/) {
     if (truncated.empty()) return indices.to_tree();
     return RaggedTensor::from_rows(truncated).to_tree();
   }
-  if (options_.split == Split::kNone && options_.ngrams.empty() && !length && !single) {
+  if (options_.split == Split::kNone && !options_.custom_split && options_.ngrams.empty() && !length && !single) {
     return indices.values().view(x.shape());  // one index per input string, in its shape
   }
   const Tensor dense = indices.to_tensor(Tensor(), length ? std::vector<int64_t>{-1, *length} : std::vector<int64_t>{});
@@ -232,8 +236,9 @@ nlohmann::json TextVectorization::get_config() const {
   nlohmann::json config = Layer::get_config();
   const nlohmann::json lookup = lookup_->get_config();
   config["max_tokens"] = lookup["max_tokens"];
-  config["standardize"] = enum_to_json(options_.standardize, kStandardizeNames);
-  config["split"] = enum_to_json(options_.split, kSplitNames);
+  const nlohmann::json custom = {{"class_name", "function"}, {"config", "custom"}};
+  config["standardize"] = options_.custom_standardize ? custom : enum_to_json(options_.standardize, kStandardizeNames);
+  config["split"] = options_.custom_split ? custom : enum_to_json(options_.split, kSplitNames);
   config["ngrams"] = options_.ngrams.empty() ? nlohmann::json() : nlohmann::json(options_.ngrams);
   config["output_mode"] = output_mode_name(options_.output_mode);
   config["output_sequence_length"] =

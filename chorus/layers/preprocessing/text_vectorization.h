@@ -6,9 +6,11 @@
 // adapt() swaps the vocabulary whole (see IndexLookup).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chorus/core/ragged_tensor.h"
@@ -31,6 +33,12 @@ struct TextVectorizationOptions {
   // whitespace: runs of ASCII whitespace separate tokens; character: one token per
   // Unicode code point (invalid UTF-8 becomes U+FFFD); none: each string is a token.
   Split split = Split::kWhitespace;
+  // Keras's callable standardize and split, applied to one string at a time; when set
+  // they replace `standardize` / `split`. Thread-safe callables only (maps run in
+  // parallel). A config records them as {"class_name": "function", "config": "custom"};
+  // from_config cannot rebuild them (build the layer in code, then load its weights).
+  std::function<std::string(std::string_view)> custom_standardize;
+  std::function<std::vector<std::string>(std::string_view)> custom_split;
   // The ngram widths to emit, each row's n-grams (tokens joined by " ") width by width in
   // this order. Empty: the tokens alone (Keras's None); Keras's ngrams=N is {1, ..., N}.
   std::vector<int> ngrams;

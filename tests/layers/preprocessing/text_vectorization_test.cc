@@ -1,9 +1,11 @@
 #include "chorus/layers/preprocessing/text_vectorization.h"
 
+#include <cctype>
 #include <cmath>
 
 #include "chorus/data/dataset.h"
 #include "chorus/layers/registry.h"
+#include "chorus/text/strings.h"
 #include "tests/layers/layer_conformance.h"
 #include "tests/layers/preprocessing/preprocessing_test_util.h"
 
@@ -83,6 +85,32 @@ TEST(TextVectorizationTest, SplitAndNgrams) {
             (std::vector<std::string>{"a b c", "b c d"}));
   const RaggedTensor rows = TextVectorization({.ngrams = {2}}).preprocess(Tensor::from_strings({"a b c", "d"}));
   EXPECT_EQ(rows.row_lengths().to_vector<int64_t>(), (std::vector<int64_t>{2, 0}));
+}
+
+// Keras's callables: a standardize that keeps only letters, a split on commas; with
+// ngrams and a vocabulary as the built-in ones; configs mark them and cannot rebuild them.
+TEST(TextVectorizationTest, CustomStandardizeAndSplitCallables) {
+  auto letters_and_commas = [](std::string_view text) {
+    std::string out;
+    for (char c : text) {
+      if (std::isalpha(static_cast<unsigned char>(c)) || c == ',') out += static_cast<char>(std::tolower(c));
+    }
+    return out;
+  };
+  auto on_commas = [](std::string_view text) { return text::strings::split(text, ","); };
+  TextVectorization layer({.custom_standardize = letters_and_commas,
+                           .custom_split = on_commas,
+                           .ngrams = {1, 2},
+                           .vocabulary = {"red", "blue", "red blue"}});
+  EXPECT_EQ(tokens(layer, Tensor::from_strings({"Red 1,BLUE!", "Green"})),
+            (std::vector<std::string>{"red", "blue", "red blue", "green"}));
+  expect_ints(layer(Tensor::from_strings({"Red 1,BLUE!", "Green"})), Shape{2, 3}, {2, 3, 4, 1, 0, 0});
+  const nlohmann::json config = layer.get_config();
+  EXPECT_EQ(config["standardize"], (nlohmann::json{{"class_name", "function"}, {"config", "custom"}}));
+  EXPECT_EQ(config["split"]["config"], "custom");
+  EXPECT_THAT([&] { TextVectorization::from_config(config); },
+              ThrowsMessage<ValueError>(HasSubstr("a custom callable cannot be rebuilt from a config: build the layer "
+                                                  "in code with custom_standardize")));
 }
 
 TEST(TextVectorizationTest, SequencesPadToTheLongestRowOrTruncate) {
