@@ -48,7 +48,10 @@ std::shared_ptr<text::BertMaskedLMPreprocessor> make_preprocessor(const BertMlmT
 BertMlmTutorialResult run_bert_mlm_tutorial(const BertMlmTutorialOptions& options) {
   layers::set_random_seed(options.seed);
   std::vector<Device> devices = distribute::list_devices();
-  if (options.devices > 0) devices.resize(static_cast<size_t>(options.devices));
+  if (options.devices > 0) {
+    for (int i = 0; i < options.devices; ++i) distribute::check_device(Device::cpu(i));
+    devices.resize(static_cast<size_t>(options.devices));
+  }
   distribute::MirroredStrategy strategy(devices);
   if (options.verbose > 0) std::cout << "Number of devices: " << strategy.num_replicas_in_sync() << "\n";
 
