@@ -98,9 +98,10 @@ BertMlmTutorialResult run_bert_mlm_tutorial(const BertMlmTutorialOptions& option
   BertMlmTutorialResult result;
   result.history = model_dist->fit(wiki_train_ds, {.epochs = EPOCHS,
                                                    .verbose = options.verbose,
-                                                   .callbacks = callbacks,
+                                                   .callbacks = with_backup(callbacks, options.fault_tolerance),
                                                    .validation_data = wiki_val_ds,
                                                    .steps_per_epoch = options.steps_per_epoch});
+  save_final_weights(*model_dist, options.fault_tolerance);
   result.test_logs = model_dist->evaluate(wiki_test_ds, {.verbose = options.verbose});
   return result;
 }

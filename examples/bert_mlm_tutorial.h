@@ -7,6 +7,7 @@
 #include <string>
 
 #include "chorus/chorus.h"
+#include "examples/fault_tolerance.h"
 
 namespace chorus::examples {
 
@@ -23,6 +24,7 @@ struct BertMlmTutorialOptions {
   std::string tensorboard = "logs";
   int verbose = 1;
   uint64_t seed = 42;  // initial weights, shuffles and masks
+  FaultToleranceOptions fault_tolerance;
 };
 
 struct BertMlmTutorialResult {

@@ -133,8 +133,10 @@ MnistTutorialResult run_mnist_tutorial(const MnistTutorialOptions& options) {
   }
   if (!model) model = get_compiled_model();
   result.history = model->fit(data.train, {.epochs = options.epochs, .verbose = options.verbose,
-                                           .callbacks = callbacks, .validation_data = data.val,
+                                           .callbacks = with_backup(callbacks, options.fault_tolerance),
+                                           .validation_data = data.val,
                                            .initial_epoch = initial_epoch});
+  save_final_weights(*model, options.fault_tolerance);
   result.test_logs = model->evaluate(data.test, {.verbose = options.verbose});
   return result;
 }

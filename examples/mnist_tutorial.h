@@ -8,6 +8,7 @@
 #include <string>
 
 #include "chorus/chorus.h"
+#include "examples/fault_tolerance.h"
 
 namespace chorus::examples {
 
@@ -45,6 +46,7 @@ struct MnistTutorialOptions {
   // Replicas of the MirroredStrategy: 0 for every local device (the tutorial's
   // MirroredStrategy()), else the first `devices`.
   int devices = 0;
+  FaultToleranceOptions fault_tolerance;
 };
 
 struct MnistTutorialResult {

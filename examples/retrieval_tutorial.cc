@@ -113,8 +113,10 @@ RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& o
   RetrievalTutorialResult result;
   result.history = model.fit(data.train, {.epochs = options.epochs,
                                           .verbose = options.verbose,
+                                          .callbacks = with_backup({}, options.fault_tolerance),
                                           .validation_data = data.test,
                                           .validation_freq = options.validation_freq});
+  save_final_weights(model, options.fault_tolerance);
 
   // Inference: the top 10 movie ids per sample user, mapped to titles.
   const ml::Movies movies = ml::load_movies(dir);

@@ -12,6 +12,7 @@
 
 #include "chorus/chorus.h"
 #include "chorus/recsys/brute_force_retrieval.h"
+#include "examples/fault_tolerance.h"
 
 namespace chorus::examples {
 
@@ -85,6 +86,7 @@ struct RetrievalTutorialOptions {
   bool retrieve_in_validation = false;
   // Users to recommend for at the end: the tutorial's printed ones.
   std::vector<int32_t> sample_users = {793, 188, 865, 710, 721, 451, 228, 175};
+  FaultToleranceOptions fault_tolerance;
 };
 
 struct Recommendations {

@@ -3,6 +3,7 @@
 // FitOptions::callbacks (by value, or as a shared_ptr to keep reading their state).
 #pragma once
 
+#include "chorus/callbacks/backup_and_restore.h"
 #include "chorus/callbacks/csv_logger.h"
 #include "chorus/callbacks/early_stopping.h"
 #include "chorus/callbacks/lambda_callback.h"

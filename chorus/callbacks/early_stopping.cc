@@ -52,6 +52,25 @@ void EarlyStopping::on_train_end(const models::Logs& /*logs*/) {
   for (size_t i = 0; i < weights.size() && i < best_weights_.size(); ++i) weights[i].assign(best_weights_[i]);
 }
 
+std::optional<models::CallbackState> EarlyStopping::get_state() const {
+  return models::CallbackState{class_name(),
+                               {{"wait", wait_},
+                                {"stopped_epoch", stopped_epoch_},
+                                {"best_epoch", best_epoch_},
+                                {"best", best_to_json()},
+                                {"has_best_weights", has_best_weights_}},
+                               best_weights_};
+}
+
+void EarlyStopping::set_state(const models::CallbackState& state) {
+  wait_ = state.get<int>("wait");
+  stopped_epoch_ = state.get<int>("stopped_epoch");
+  best_epoch_ = state.get<int>("best_epoch");
+  best_from_json(state);
+  has_best_weights_ = state.get<bool>("has_best_weights");
+  best_weights_ = state.tensors;
+}
+
 // Keras's get_weights(): a copy of every weight, trainable or not (moving statistics too).
 void EarlyStopping::snapshot_weights() {
   best_weights_.clear();

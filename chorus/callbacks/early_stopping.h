@@ -41,6 +41,9 @@ class EarlyStopping : public MonitorCallback {
   void on_train_begin(const models::Logs& logs) override;
   void on_epoch_end(int epoch, const models::Logs& logs) override;
   void on_train_end(const models::Logs& logs) override;
+  // The wait, best value and epoch, and the best weights when restore_best_weights.
+  std::optional<models::CallbackState> get_state() const override;
+  void set_state(const models::CallbackState& state) override;
 
   // The epoch (0-based) that set stop_training; 0 if none did.
   int stopped_epoch() const { return stopped_epoch_; }

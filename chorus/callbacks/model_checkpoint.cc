@@ -99,4 +99,21 @@ void ModelCheckpoint::save_model(int epoch, std::optional<int64_t> batch, const 
   if (options_.verbose > 0) std::cout << "\nEpoch " << epoch + 1 << ": finished saving model to " << filepath << "\n";
 }
 
+std::optional<models::CallbackState> ModelCheckpoint::get_state() const {
+  return models::CallbackState{class_name(),
+                               {{"best", best_to_json()},
+                                {"current_epoch", current_epoch_},
+                                {"batches_seen_since_last_saving", batches_seen_since_last_saving_},
+                                {"last_batch_seen", last_batch_seen_ ? nlohmann::json(*last_batch_seen_) : nlohmann::json()}}};
+}
+
+void ModelCheckpoint::set_state(const models::CallbackState& state) {
+  best_from_json(state);
+  current_epoch_ = state.get<int>("current_epoch");
+  batches_seen_since_last_saving_ = state.get<int64_t>("batches_seen_since_last_saving");
+  last_batch_seen_ = state.values.contains("last_batch_seen") && state.values["last_batch_seen"].is_null()
+                         ? std::nullopt
+                         : std::optional(state.get<int64_t>("last_batch_seen"));
+}
+
 }  // namespace chorus::callbacks

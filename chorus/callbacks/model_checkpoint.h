@@ -45,6 +45,9 @@ class ModelCheckpoint : public MonitorCallback {
   void on_epoch_end(int epoch, const models::Logs& logs) override;
   void on_train_batch_end(int64_t batch, const models::Logs& logs) override;
   bool implements_train_batch_hooks() const override { return options_.save_freq.has_value(); }
+  // The best value and the batch counters.
+  std::optional<models::CallbackState> get_state() const override;
+  void set_state(const models::CallbackState& state) override;
 
   // The path a save at `epoch` (0-based) and, for batch saves, `batch` (0-based) would
   // use. Throws ValueError naming a template field that has no value.

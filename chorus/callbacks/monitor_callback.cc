@@ -80,4 +80,11 @@ std::string joined_names(const models::Logs& logs) {
   return names;
 }
 
+nlohmann::json MonitorCallback::best_to_json() const { return best_ ? nlohmann::json(*best_) : nlohmann::json(); }
+
+void MonitorCallback::best_from_json(const models::CallbackState& state) {
+  best_ = state.values.contains("best") && state.values["best"].is_null() ? std::nullopt
+                                                                          : std::optional(state.get<double>("best"));
+}
+
 }  // namespace chorus::callbacks

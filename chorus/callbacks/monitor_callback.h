@@ -46,6 +46,10 @@ class MonitorCallback : public models::Callback {
   void warn_once(const std::string& message);
 
   const std::string& class_name() const { return class_name_; }
+  // best_ in a callback state: the value, or null for none; and back (ValueError naming
+  // the field when malformed).
+  nlohmann::json best_to_json() const;
+  void best_from_json(const models::CallbackState& state);
 
   std::optional<double> best_;
 

@@ -63,4 +63,14 @@ bool ReduceLROnPlateau::reduce_learning_rate(int epoch) {
   return true;
 }
 
+std::optional<models::CallbackState> ReduceLROnPlateau::get_state() const {
+  return models::CallbackState{class_name(), {{"wait", wait_}, {"cooldown_counter", cooldown_counter_}, {"best", best_to_json()}}};
+}
+
+void ReduceLROnPlateau::set_state(const models::CallbackState& state) {
+  wait_ = state.get<int>("wait");
+  cooldown_counter_ = state.get<int>("cooldown_counter");
+  best_from_json(state);
+}
+
 }  // namespace chorus::callbacks

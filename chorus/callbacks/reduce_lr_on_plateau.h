@@ -38,6 +38,10 @@ class ReduceLROnPlateau : public MonitorCallback {
   // optimizer's rate is a LearningRateSchedule.
   void on_epoch_end(int epoch, const models::Logs& logs) override;
 
+  // The wait, cooldown and best value.
+  std::optional<models::CallbackState> get_state() const override;
+  void set_state(const models::CallbackState& state) override;
+
   bool in_cooldown() const { return cooldown_counter_ > 0; }
   int wait() const { return wait_; }
 

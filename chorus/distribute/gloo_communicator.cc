@@ -59,9 +59,24 @@ const gloo::ReductionFunction<float>* reduction(ReduceOp op) {
 
 // Whether `store` holds `key` now: TcpStore asks; other stores (Gloo's FileStore) only
 // offer a wait, given a millisecond.
+// A failed collective's report (its own key, then the others') is bounded by these, so
+// that the error comes within the deadline + 1 s even when rank 0, which serves the
+// store, is the stalled one.
+constexpr std::chrono::milliseconds kReportTimeout(400);
+constexpr std::chrono::milliseconds kReportGrace(300);
+
+void report_failure(gloo::rendezvous::Store& store, const std::string& key) {
+  if (auto* tcp = dynamic_cast<TcpStore*>(&store)) {
+    tcp->set(key, {'1'}, kReportTimeout);
+  } else {
+    store.set(key, {'1'});
+  }
+}
+
+// False also when the store cannot answer in time.
 bool has_key(gloo::rendezvous::Store& store, const std::string& key) {
-  if (auto* tcp = dynamic_cast<TcpStore*>(&store)) return tcp->check({key});
   try {
+    if (auto* tcp = dynamic_cast<TcpStore*>(&store)) return tcp->check({key}, kReportTimeout);
     store.wait({key}, std::chrono::milliseconds(1));
     return true;
   } catch (const std::exception&) {
@@ -223,7 +238,7 @@ void GlooCommunicator::fail(const char* op, uint64_t sequence, const std::except
   const std::string key = fmt::format("chorus/{}/failed/{}/", options_.name, sequence);
   bool reported = true;
   try {
-    store_->set(key + std::to_string(rank_), {'1'});
+    report_failure(*store_, key + std::to_string(rank_));
   } catch (const std::exception&) {
     reported = false;
   }
@@ -233,7 +248,7 @@ void GlooCommunicator::fail(const char* op, uint64_t sequence, const std::except
   context_.reset();
   std::string missing = "0 (the rendezvous store on rank 0 is unreachable)";
   if (reported) {
-    const auto grace = std::min<std::chrono::milliseconds>(options_.timeout, std::chrono::seconds(2));
+    const auto grace = std::min<std::chrono::milliseconds>(options_.timeout, kReportGrace);
     const auto until = std::chrono::steady_clock::now() + grace;
     std::vector<int> silent;
     do {

@@ -1,6 +1,7 @@
 #include "chorus/distribute/launcher.h"
 
 #include "chorus/distribute/devices.h"
+#include "chorus/distribute/local_communicator.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -56,7 +57,7 @@ void forward_output(Worker& w, const char* data, size_t size, bool flush) {
 }
 
 pid_t start(const LaunchOptions& o, Worker& w, int local_rank, const std::string& host, int port,
-            const std::string& job_id) {
+            const std::string& job_id, int attempt) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw_error<Error>("chorus launch: pipe: {}", std::strerror(errno));
   const pid_t pid = ::fork();
@@ -73,6 +74,7 @@ pid_t start(const LaunchOptions& o, Worker& w, int local_rank, const std::string
     ::setenv("MASTER_ADDR", host.c_str(), 1);
     ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
     ::setenv("CHORUS_JOB_ID", job_id.c_str(), 1);
+    ::setenv("CHORUS_RESTART_COUNT", std::to_string(attempt).c_str(), 1);  // torchrun's TORCHELASTIC_RESTART_COUNT
     // The host's cores are shared among its workers, as torchrun does with OMP_NUM_THREADS;
     // a value the user set wins.
     const std::string cores = std::to_string(std::max(1, physical_cores() / o.nproc_per_node));
@@ -131,27 +133,128 @@ int free_loopback_port() {
   return port;
 }
 
+namespace {
+
+// Where the workers of one attempt meet: rank 0's store address and the job id.
+struct Rendezvous {
+  std::string host;
+  int port = 0;
+  std::string job_id;
+};
+
+Rendezvous rendezvous_of(const LaunchOptions& o, int attempt) {
+  Rendezvous r{"127.0.0.1", 0, ""};
+  if (o.master.empty()) {
+    if (o.nnodes > 1) throw ValueError("chorus launch: a job on several hosts needs --master HOST:PORT (rank 0's host)");
+    r.port = free_loopback_port();  // a new port for each attempt: the old store may linger in TIME_WAIT
+  } else {
+    const size_t colon = o.master.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      throw_error<ValueError>("chorus launch: --master expects HOST:PORT, got \"{}\"", o.master);
+    }
+    r.host = o.master.substr(0, colon);
+    r.port = std::atoi(o.master.c_str() + colon + 1);
+    if (r.port <= 0 || r.port > 65535) throw_error<ValueError>("chorus launch: bad port in --master \"{}\"", o.master);
+  }
+  r.job_id = o.job_id.empty() ? fmt::format("{}:{}", r.host, r.port) : o.job_id;
+  // Each attempt is a new job for the store: a worker left over from an earlier one
+  // cannot join it.
+  if (attempt > 0) r.job_id += fmt::format("/attempt-{}", attempt);
+  return r;
+}
+
+// Reads what the workers wrote and forwards it with their rank; reaps the ones that ended.
+void pump_workers(std::vector<Worker>& workers, const std::vector<pollfd>& fds) {
+  for (size_t i = 0; i < workers.size(); ++i) {
+    Worker& w = workers[i];
+    if (w.output < 0 || fds[i + 1].revents == 0) continue;
+    char buffer[65536];
+    const ssize_t n = ::read(w.output, buffer, sizeof buffer);
+    if (n > 0) {
+      forward_output(w, buffer, static_cast<size_t>(n), false);
+    } else if (n == 0 || errno != EINTR) {
+      forward_output(w, "", 0, true);
+      ::close(w.output);
+      w.output = -1;
+    }
+  }
+}
+
+struct AttemptResult {
+  int code = 0;              // the first failure's exit code, 0 if none
+  bool interrupted = false;  // a signal to the launcher stopped it
+};
+
+// Starts the local workers and runs them to the end. When one fails, the others get
+// `survivor_wait` to notice on their own (a collective past its deadline names the missing
+// rank), then SIGTERM, then SIGKILL after kill_grace.
+AttemptResult run_attempt(const LaunchOptions& o, const Rendezvous& r, int attempt, int signal_fd) {
+  std::vector<Worker> workers(static_cast<size_t>(o.nproc_per_node));
+  for (int i = 0; i < o.nproc_per_node; ++i) {
+    Worker& w = workers[static_cast<size_t>(i)];
+    w.rank = o.node_rank * o.nproc_per_node + i;
+    w.pid = start(o, w, i, r.host, r.port, r.job_id, attempt);
+  }
+  AttemptResult result;
+  using Clock = std::chrono::steady_clock;
+  auto term_at = Clock::time_point::max(), kill_at = Clock::time_point::max();
+  auto stop_all = [&](int signal) {
+    for (const Worker& w : workers) ::kill(-w.pid, signal);  // the worker's whole group
+  };
+  for (bool running = true; running;) {
+    std::vector<pollfd> fds{{signal_fd, POLLIN, 0}};
+    for (const Worker& w : workers) fds.push_back({w.output, w.output >= 0 ? short(POLLIN) : short(0), 0});
+    ::poll(fds.data(), fds.size(), 100);
+    if (fds[0].revents & POLLIN) {
+      char signal = 0;
+      while (::read(signal_fd, &signal, 1) == 1) stop_all(signal);  // forward
+      result.interrupted = true;
+    }
+    pump_workers(workers, fds);
+    running = false;
+    for (Worker& w : workers) {
+      int status = 0;
+      if (!w.exit && ::waitpid(w.pid, &status, WNOHANG) == w.pid) {
+        w.exit = exit_code(status);
+        if (*w.exit != 0 && result.code == 0) {
+          result.code = *w.exit;
+          fmt::print(stderr, "chorus launch: rank {} exited with code {}; the other workers get {:.0f} s to finish\n",
+                     w.rank, *w.exit, std::chrono::duration<double>(o.survivor_wait).count());
+          term_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(o.survivor_wait);
+        }
+      }
+      running = running || !w.exit || w.output >= 0;
+    }
+    if (Clock::now() >= term_at) {
+      stop_all(SIGTERM);
+      term_at = Clock::time_point::max();
+      kill_at = Clock::now() + o.kill_grace;
+    }
+    if (Clock::now() >= kill_at) {
+      stop_all(SIGKILL);
+      kill_at = Clock::time_point::max();
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+std::chrono::milliseconds LaunchOptions::default_survivor_wait() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(collective_timeout_from_env() + std::chrono::seconds(1));
+}
+
 int launch(const LaunchOptions& o) {
   if (o.command.empty()) throw ValueError("chorus launch: no program given (chorus launch -n N -- PROGRAM ARGS...)");
   if (o.nproc_per_node < 1 || o.nnodes < 1) throw ValueError("chorus launch: expected -n >= 1 and --nnodes >= 1");
   if (o.node_rank < 0 || o.node_rank >= o.nnodes) {
     throw_error<ValueError>("chorus launch: --node-rank {} is out of range for --nnodes {}", o.node_rank, o.nnodes);
   }
-  std::string host = "127.0.0.1";
-  int port = 0;
-  if (o.master.empty()) {
-    if (o.nnodes > 1) throw ValueError("chorus launch: a job on several hosts needs --master HOST:PORT (rank 0's host)");
-    port = free_loopback_port();
-  } else {
-    const size_t colon = o.master.rfind(':');
-    if (colon == std::string::npos || colon == 0) {
-      throw_error<ValueError>("chorus launch: --master expects HOST:PORT, got \"{}\"", o.master);
-    }
-    host = o.master.substr(0, colon);
-    port = std::atoi(o.master.c_str() + colon + 1);
-    if (port <= 0 || port > 65535) throw_error<ValueError>("chorus launch: bad port in --master \"{}\"", o.master);
+  if (o.max_restarts < 0) throw_error<ValueError>("chorus launch: expected --max-restarts >= 0, got {}", o.max_restarts);
+  if (o.max_restarts > 0 && o.nnodes > 1) {
+    throw ValueError("chorus launch: --max-restarts is for single-host jobs; a job on several hosts cannot restart yet");
   }
-  const std::string job_id = o.job_id.empty() ? fmt::format("{}:{}", host, port) : o.job_id;
+  rendezvous_of(o, 0);  // bad --master fails before anything starts
 
   int signal_pipe[2];
   if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw Error("chorus launch: pipe failed");
@@ -160,68 +263,18 @@ int launch(const LaunchOptions& o) {
   action.sa_handler = on_signal;
   ::sigaction(SIGINT, &action, &old_int);
   ::sigaction(SIGTERM, &action, &old_term);
-
-  std::vector<Worker> workers(static_cast<size_t>(o.nproc_per_node));
-  for (int i = 0; i < o.nproc_per_node; ++i) {
-    Worker& w = workers[static_cast<size_t>(i)];
-    w.rank = o.node_rank * o.nproc_per_node + i;
-    w.pid = start(o, w, i, host, port, job_id);
-  }
-  std::optional<int> first_failure;
-  bool killing = false;
-  auto kill_at = std::chrono::steady_clock::time_point::max();
-  auto stop_all = [&](int signal) {
-    for (const Worker& w : workers) ::kill(-w.pid, signal);  // the worker's whole group
-  };
-  for (;;) {
-    std::vector<pollfd> fds{{signal_pipe[0], POLLIN, 0}};
-    for (const Worker& w : workers) fds.push_back({w.output, w.output >= 0 ? short(POLLIN) : short(0), 0});
-    ::poll(fds.data(), fds.size(), 100);
-    if (fds[0].revents & POLLIN) {
-      char signal = 0;
-      while (::read(signal_pipe[0], &signal, 1) == 1) stop_all(signal);  // forward
-    }
-    for (size_t i = 0; i < workers.size(); ++i) {
-      Worker& w = workers[i];
-      if (w.output < 0 || fds[i + 1].revents == 0) continue;
-      char buffer[65536];
-      const ssize_t n = ::read(w.output, buffer, sizeof buffer);
-      if (n > 0) {
-        forward_output(w, buffer, static_cast<size_t>(n), false);
-      } else if (n == 0 || errno != EINTR) {
-        forward_output(w, "", 0, true);
-        ::close(w.output);
-        w.output = -1;
-      }
-    }
-    bool running = false;
-    for (Worker& w : workers) {
-      int status = 0;
-      if (!w.exit && ::waitpid(w.pid, &status, WNOHANG) == w.pid) {
-        w.exit = exit_code(status);
-        if (*w.exit != 0 && !first_failure) {
-          first_failure = *w.exit;
-          fmt::print(stderr, "chorus launch: rank {} exited with code {}; stopping the other workers\n", w.rank,
-                     *w.exit);
-          stop_all(SIGTERM);
-          killing = true;
-          kill_at = std::chrono::steady_clock::now() + o.kill_grace;
-        }
-      }
-      running = running || !w.exit || w.output >= 0;
-    }
-    if (killing && std::chrono::steady_clock::now() >= kill_at) {
-      stop_all(SIGKILL);
-      killing = false;
-    }
-    if (!running) break;
+  AttemptResult result;
+  for (int attempt = 0;; ++attempt) {
+    result = run_attempt(o, rendezvous_of(o, attempt), attempt, signal_pipe[0]);
+    if (result.code == 0 || result.interrupted || attempt == o.max_restarts) break;
+    fmt::print(stderr, "chorus launch: restarting the workers (restart {} of {})\n", attempt + 1, o.max_restarts);
   }
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   ::close(signal_pipe[0]);
   ::close(signal_pipe[1]);
   g_signal_pipe = -1;
-  return first_failure.value_or(0);
+  return result.code;
 }
 
 }  // namespace chorus::distribute

@@ -1,8 +1,9 @@
 // launch(): starts the local workers of a multi-worker job as child processes (what
 // `chorus launch -n N -- PROGRAM ARGS...` runs). Each gets the torchrun-style environment
 // that discover_cluster() reads, its output is prefixed with its rank, SIGINT/SIGTERM are
-// forwarded to all, and when one worker fails the others are stopped. Call from one
-// thread; it installs signal handlers for its duration.
+// forwarded to all, and when one worker fails the others are stopped (and, with
+// max_restarts, all started again). Call from one thread; it installs signal handlers for
+// its duration.
 #pragma once
 
 #include <chrono>
@@ -23,10 +24,21 @@ struct LaunchOptions {
   std::string job_id;
   // How long stopped workers get between SIGTERM and SIGKILL.
   std::chrono::milliseconds kill_grace = std::chrono::seconds(5);
+  // When a worker fails, how long the others get to end on their own before SIGTERM: a
+  // collective waiting for the failed rank reaches its deadline and names it. Default:
+  // $CHORUS_COLLECTIVE_TIMEOUT (or 300 s) + 1 s.
+  std::chrono::milliseconds survivor_wait = default_survivor_wait();
+  // Restarts all local workers (a new rendezvous each time; CHORUS_RESTART_COUNT tells
+  // them which) up to this many times after a failure: torchrun's --max-restarts. A job
+  // with callbacks::BackupAndRestore resumes from its last backup. Single host only.
+  int max_restarts = 0;
+
+  static std::chrono::milliseconds default_survivor_wait();
 };
 
-// Runs the workers to the end. Returns 0 when all exit 0; otherwise the exit code of the
-// first worker to fail (128 + N for one killed by signal N), after stopping the rest.
+// Runs the workers to the end. Returns 0 when all exit 0 (in some attempt); otherwise the
+// exit code of the first worker to fail in the last attempt (128 + N for one killed by
+// signal N), after stopping the rest.
 // Throws ValueError for bad options (no command, a multi-host job without --master,
 // node_rank out of range) and Error if a worker cannot be started.
 int launch(const LaunchOptions& options);

@@ -332,16 +332,20 @@ std::vector<char> TcpStore::request(uint8_t op, const std::vector<std::string>& 
   return payload;
 }
 
-void TcpStore::set(const std::string& key, const std::vector<char>& data) {
-  request(kSet, {key}, data, options_.timeout, "set");
+void TcpStore::set(const std::string& key, const std::vector<char>& data) { set(key, data, options_.timeout); }
+
+void TcpStore::set(const std::string& key, const std::vector<char>& data, std::chrono::milliseconds timeout) {
+  request(kSet, {key}, data, timeout, "set");
 }
 
 std::vector<char> TcpStore::get(const std::string& key) { return request(kGet, {key}, {}, options_.timeout, "get"); }
 
 void TcpStore::wait(const std::vector<std::string>& keys) { wait(keys, options_.timeout); }
 
-bool TcpStore::check(const std::vector<std::string>& keys) {
-  const std::vector<char> answer = request(kCheck, keys, {}, options_.timeout, "check");
+bool TcpStore::check(const std::vector<std::string>& keys) { return check(keys, options_.timeout); }
+
+bool TcpStore::check(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  const std::vector<char> answer = request(kCheck, keys, {}, timeout, "check");
   return answer.size() == 1 && answer[0] == '1';
 }
 

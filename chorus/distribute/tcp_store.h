@@ -50,6 +50,10 @@ class TcpStore : public gloo::rendezvous::Store {
 
   // Whether every key is set now (never blocks).
   bool check(const std::vector<std::string>& keys);
+  // set() and check() within `timeout` rather than the store's: a failure report must not
+  // wait out a stalled rank 0 (whose process serves the store).
+  void set(const std::string& key, const std::vector<char>& data, std::chrono::milliseconds timeout);
+  bool check(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
 
   const std::string& address() const { return address_; }
 

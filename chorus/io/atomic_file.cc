@@ -13,6 +13,10 @@
 //      step; where the file system cannot, rename `path` to `<path>.old-<pid>-<random>`
 //      and the staging directory to `path` (a crash between the two leaves only .old)
 //   3. fsync the parent directory, then remove the old tree
+//
+// A writer killed midway leaves its .tmp (or, between the two renames of step 2's
+// fallback, an .old and no target). Both carry the writer's PID, so the next write of the
+// target removes those of ended processes and never one that a live process is writing.
 #include "chorus/io/atomic_file.h"
 
 #include <fcntl.h>
@@ -20,8 +24,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <system_error>
@@ -100,6 +108,33 @@ fs::path without_trailing_separator(const fs::path& path) {
   return result;
 }
 
+// Parses `<target>.<tag>-<pid>-<16 hex digits>` (what sibling() makes): the target's
+// file name, tag and pid; nullopt for any other name.
+struct TemporaryName {
+  std::string target, tag;
+  long pid = 0;
+};
+std::optional<TemporaryName> parse_temporary_name(const std::string& name) {
+  constexpr size_t kHex = 16;
+  for (std::string_view tag : {"tmp", "old"}) {
+    const std::string marker = fmt::format(".{}-", tag);
+    const size_t at = name.rfind(marker);
+    if (at == std::string::npos || at == 0) continue;
+    const std::string_view rest = std::string_view(name).substr(at + marker.size());
+    const size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string_view::npos || rest.size() - dash - 1 != kHex) continue;
+    const std::string_view pid = rest.substr(0, dash), hex = rest.substr(dash + 1);
+    if (pid.size() > 9 || !std::all_of(pid.begin(), pid.end(), ::isdigit) ||
+        !std::all_of(hex.begin(), hex.end(), ::isxdigit)) {
+      continue;
+    }
+    return TemporaryName{name.substr(0, at), std::string(tag), std::stol(std::string(pid))};
+  }
+  return std::nullopt;
+}
+
+bool process_alive(long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
+
 void fsync_path(const fs::path& path, bool directory) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0)));
   if (fd.get() < 0) fail(path, "cannot open for fsync");
@@ -156,6 +191,7 @@ fs::path swap_in(const fs::path& staging, const fs::path& target) {
 
 void write_file_atomically(const fs::path& path, std::string_view bytes) {
   const fs::path target = without_trailing_separator(path);
+  remove_stale_temporaries(target);
   fs::path temp;
   int raw_fd = -1;
   for (int attempt = 0; attempt < 16; ++attempt) {  // O_EXCL retry: a name clash is astronomically rare
@@ -200,6 +236,7 @@ std::string read_file(const fs::path& path) {
 }
 
 AtomicDirectory::AtomicDirectory(fs::path path) : path_(without_trailing_separator(path)) {
+  remove_stale_temporaries(path_);
   for (int attempt = 0; attempt < 16; ++attempt) {
     staging_ = sibling(path_, "tmp");
     if (::mkdir(staging_.c_str(), 0777) == 0) return;
@@ -231,6 +268,51 @@ void AtomicDirectory::commit() {
     throw;
   }
   remove_old();
+}
+
+std::vector<AtomicTemporary> list_atomic_temporaries(const fs::path& dir) {
+  std::vector<AtomicTemporary> out;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (auto name = parse_temporary_name(it->path().filename().string())) {
+      out.push_back({it->path(), name->pid, process_alive(name->pid)});
+    }
+  }
+  if (ec) throw_error<IOError>("{}: cannot list the directory: {}", dir.string(), ec.message());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+  return out;
+}
+
+std::vector<fs::path> remove_stale_temporaries(const fs::path& path) {
+  const fs::path target = without_trailing_separator(path);
+  const std::string target_name = target.filename().string();
+  std::vector<fs::path> stale, aside;  // aside: dead writers' previous versions (.old)
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(parent_of(target), ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    auto name = parse_temporary_name(it->path().filename().string());
+    if (!name || name->target != target_name || process_alive(name->pid)) continue;
+    (name->tag == "old" ? aside : stale).push_back(it->path());
+  }
+  if (ec) return {};  // a missing parent: nothing to clean, and the write names the real problem
+  std::vector<fs::path> done;
+  if (!aside.empty() && !fs::exists(fs::symlink_status(target))) {
+    // The newest version moved aside is the one the crashed swap was replacing.
+    auto newest = std::max_element(aside.begin(), aside.end(), [](const fs::path& a, const fs::path& b) {
+      std::error_code ea, eb;
+      return fs::last_write_time(a, ea) < fs::last_write_time(b, eb);
+    });
+    if (::rename(newest->c_str(), target.c_str()) != 0) fail(target, "cannot restore {} to it", newest->c_str());
+    done.push_back(*newest);
+    aside.erase(newest);
+  }
+  stale.insert(stale.end(), aside.begin(), aside.end());
+  for (const fs::path& p : stale) {
+    fs::remove_all(p, ec);
+    if (ec) throw_error<IOError>("{}: cannot remove this stale temporary: {}", p.string(), ec.message());
+    done.push_back(p);
+  }
+  return done;
 }
 
 }  // namespace chorus::io

@@ -4,12 +4,39 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "chorus/core/error.h"
+#include "chorus/core/tensor.h"
 #include "chorus/models/logs.h"
 
 namespace chorus::models {
 
 class Model;
+
+// What a callback carries from one epoch or batch to the next (EarlyStopping's wait and
+// best), so that a fit resumed from a backup continues it exactly (BackupAndRestore).
+struct CallbackState {
+  std::string class_name;       // checked on restore: the state of one callback class
+  nlohmann::json values;        // counters, best values, History's logs
+  std::vector<Tensor> tensors;  // e.g. EarlyStopping's best weights
+
+  // values[field] as a T; ValueError naming the class and field when it is missing or
+  // of another type. A null field reads as an empty optional.
+  template <class T>
+  T get(const std::string& field) const {
+    try {
+      return values.at(field).get<T>();
+    } catch (const nlohmann::json::exception& e) {
+      throw_error<ValueError>("the saved state of {}: field '{}' is missing or malformed: {}", class_name, field,
+                              e.what());
+    }
+  }
+};
 
 // What fit tells its callbacks up front (Keras's `params`).
 struct CallbackParams {
@@ -53,6 +80,17 @@ class Callback {
   // hooks get empty logs. A callback that cannot tell says true (the default).
   virtual bool implements_train_batch_hooks() const { return true; }
   virtual bool implements_test_batch_hooks() const { return true; }
+
+  // This callback's state across hooks, for BackupAndRestore; nullopt (the default) for
+  // a callback whose hooks depend only on their arguments. set_state is called after
+  // on_train_begin of a resumed fit, with what get_state returned; it throws ValueError
+  // naming the field for a state it cannot have written.
+  virtual std::optional<CallbackState> get_state() const { return std::nullopt; }
+  virtual void set_state(const CallbackState& /*state*/) {}
+  // Whether this callback records the others' state (BackupAndRestore): fit then calls
+  // its hooks after every other callback's, so that what it records is each hook's
+  // complete result.
+  virtual bool runs_after_others() const { return false; }
 
  private:
   Model* model_ = nullptr;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "chorus/core/shared.h"
@@ -13,6 +14,7 @@ namespace chorus::models {
 class CallbackList {
  public:
   CallbackList(const std::vector<Shared<Callback>>& callbacks, Model* model, const CallbackParams& params);
+  // Appends `callback`, before the callbacks that run after others (unless it is one).
   void add(std::shared_ptr<Callback> callback);
 
   // Calls `hook` on each callback: list.each([&](Callback& c) { c.on_epoch_begin(e, logs); }).
@@ -27,6 +29,11 @@ class CallbackList {
     }
     return false;
   }
+  // The states of the callbacks that have one, in order (BackupAndRestore).
+  std::vector<CallbackState> get_states() const;
+  // Gives each callback with a state the next of `states`. Throws ValueError when the
+  // callbacks with a state are not the classes of `states`, in order, naming both lists.
+  void set_states(const std::vector<CallbackState>& states);
 
  private:
   Model* model_;

@@ -11,4 +11,13 @@ void History::on_epoch_end(int epoch_index, const Logs& logs) {
   for (const auto& [name, value] : logs) history[name].push_back(value);
 }
 
+std::optional<CallbackState> History::get_state() const {
+  return CallbackState{"History", {{"epoch", epoch}, {"history", history}}};
+}
+
+void History::set_state(const CallbackState& state) {
+  epoch = state.get<std::vector<int>>("epoch");
+  history = state.get<std::map<std::string, std::vector<double>>>("history");
+}
+
 }  // namespace chorus::models

@@ -19,6 +19,9 @@ class History : public Callback {
   void on_train_begin(const Logs& logs) override;
   void on_epoch_end(int epoch_index, const Logs& logs) override;
   bool implements_train_batch_hooks() const override { return false; }
+  // The epochs and logs so far: a resumed fit's History holds the interrupted fit's too.
+  std::optional<CallbackState> get_state() const override;
+  void set_state(const CallbackState& state) override;
   bool implements_test_batch_hooks() const override { return false; }
 };
 

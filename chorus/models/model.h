@@ -21,6 +21,7 @@
 #include "chorus/metrics/mean.h"
 #include "chorus/metrics/metric.h"
 #include "chorus/models/callback.h"
+#include "chorus/models/fit_state.h"
 #include "chorus/models/history.h"
 #include "chorus/models/logs.h"
 #include "chorus/models/worker_input.h"
@@ -142,6 +143,19 @@ class Model : public layers::Layer {
   // Set by callbacks (EarlyStopping, TerminateOnNaN) to end fit after the current batch.
   bool stop_training = false;
 
+  // From a callback while fit runs (BackupAndRestore): where the fit stands after the
+  // hook that is running — after on_train_batch_end(k), step k + 1 of the epoch; after
+  // on_epoch_end(e), the start of epoch e + 1. Throws ValueError outside fit, and in a
+  // multi-worker fit mid-epoch unless a callback implements the batch hooks (the
+  // workers' metrics are merged only then).
+  FitState fit_state() const;
+  // From a callback's on_train_begin: continue this fit from `state` (fit_state() of an
+  // earlier run of the same program, whose weights and optimizer state the caller has
+  // restored) instead of from initial_epoch. fit then restores the data position,
+  // metrics, learning rate, dropout streams and callback states, and runs on as the
+  // interrupted fit would have. Throws ValueError outside on_train_begin.
+  void resume_fit(FitState state);
+
   // Keras's table: layer (type), output shape, parameter count, then the totals.
   void summary(std::ostream& out) const;
   void summary() const;
@@ -150,6 +164,10 @@ class Model : public layers::Layer {
   void save_weights(const std::filesystem::path& path) const;
   // Throws ValueError listing missing, unexpected and mismatched (shape/dtype) variables.
   void load_weights(const std::filesystem::path& path);
+  // The optimizer's iterations and slots from a safetensors file (optimizer.safetensors
+  // of save()), building the optimizer first if needed. REQUIRES: compiled(). Throws
+  // ValueError listing missing, unexpected and mismatched variables.
+  void load_optimizer_state(const std::filesystem::path& path);
   // The whole model in a directory: config.json (architecture and compile settings),
   // model.weights.safetensors, optimizer.safetensors and state.json. Atomic.
   void save(const std::filesystem::path& path) const;
@@ -184,7 +202,27 @@ class Model : public layers::Layer {
   void build(const Tree& inputs) override;
 
  private:
+  // While fit runs: its loop's counters and iterator.
+  struct FitProgress {
+    int epoch = 0;
+    int64_t step = 0;  // the steps of `epoch` done
+    int64_t total_steps = 0;
+    int64_t steps_per_epoch = -1;
+    bool in_train_begin = true;  // resume_fit() is allowed only then
+    bool epoch_ended = false;    // inside on_epoch_end: fit_state() is the next epoch's start
+    bool validating = false;     // the metrics are the validation's: no fit_state()
+    std::optional<WorkerInput::Pass>* iterator = nullptr;
+    CallbackList* callbacks = nullptr;
+  };
+
   Logs run_evaluation(const data::Dataset& data, int64_t steps, CallbackList& callbacks);
+  // Runs the training steps of one epoch, from progress.step (fit's inner loop).
+  void run_epoch_steps(FitProgress& progress, int64_t steps, bool batch_logs);
+  // Continues from resume_ (if set) after on_train_begin: sets the progress, the
+  // iterator and everything fit_state() saved but the metrics (restored at the epoch's
+  // start). Returns the state, or nullopt when not resuming.
+  std::optional<FitState> apply_resume(FitProgress& progress, const WorkerInput& input);
+  void set_metric_states(const std::vector<double>& states);
   void save_files(const std::filesystem::path& path) const;
   // One step on the calling thread, or split over the replicas of distribution_. In a
   // multi-worker job, `merge_workers` false leaves this step's metrics with this worker
@@ -232,6 +270,10 @@ class Model : public layers::Layer {
   // not yet merged with the other workers'.
   std::vector<double> unmerged_worker_states_;
   bool worker_states_pending_ = false;
+  // While fit runs: its progress (fit_state() reads it), and the state resume_fit()
+  // asked to continue from.
+  FitProgress* fit_progress_ = nullptr;
+  std::optional<FitState> resume_;
 };
 
 // Rebuilds a model saved by Model::save (functional and Sequential models; a subclassed

@@ -103,6 +103,12 @@ void Model::load_weights(const fs::path& path) {
   assign_by_path(weights(), io::load_safetensors(file).tensors, "model '" + name() + "'", file);
 }
 
+void Model::load_optimizer_state(const fs::path& path) {
+  if (!optimizer().built()) optimizer().build(trainable_weights());
+  assign_by_path(optimizer().variables(), io::load_safetensors(path).tensors, "optimizer '" + optimizer().name() + "'",
+                 path);
+}
+
 void Model::save(const fs::path& path) const {
   if (!built()) throw_error<ValueError>("{}: save on a model that was never built", name());
   write_on_chief(distribution_, [&] { save_files(path); });
@@ -157,11 +163,7 @@ std::unique_ptr<Model> load_model(const fs::path& path) {
     if (!cc.at("loss").is_null()) options.loss = losses::Loss::from_config(cc["loss"]);
     for (const auto& m : cc.at("metrics")) options.metrics.push_back(metrics::Metric::from_config(m));
     model->compile(std::move(options));
-    if (fs::exists(path / kOptimizerFile)) {
-      model->optimizer().build(model->trainable_weights());
-      assign_by_path(model->optimizer().variables(), io::load_safetensors(path / kOptimizerFile).tensors,
-                     "optimizer '" + model->optimizer().name() + "'", path / kOptimizerFile);
-    }
+    if (fs::exists(path / kOptimizerFile)) model->load_optimizer_state(path / kOptimizerFile);
   }
   return model;
 }

@@ -95,17 +95,6 @@ CallbackList make_callbacks(const std::vector<Shared<Callback>>& user, Model* mo
 
 }  // namespace
 
-CallbackList::CallbackList(const std::vector<Shared<Callback>>& callbacks, Model* model, const CallbackParams& params)
-    : model_(model), params_(params) {
-  for (const auto& c : callbacks) add(c.shared_ptr());
-}
-
-void CallbackList::add(std::shared_ptr<Callback> callback) {
-  callback->set_model(model_);
-  callback->set_params(params_);
-  callbacks_.push_back(std::move(callback));
-}
-
 Tensor Model::compute_loss(const Tree& /*x*/, const Tree& y, const Tree& y_pred, const Tensor& sample_weight) {
   if (!loss_) {
     throw_error<ValueError>("{}: no loss to compute: pass one to compile() or override compute_loss()", name());
@@ -230,36 +219,38 @@ History Model::fit(const data::Dataset& data, FitOptions options) {
   }
   CallbackList callbacks = make_callbacks(options.callbacks, this, {options.epochs, steps, options.verbose}, history);
   stop_training = false;
+  const WorkerInput input(data, step_workers(), name());
+  // With steps_per_epoch, one iterator runs on across epochs (Keras); a new one starts
+  // only when the data runs out.
+  std::optional<WorkerInput::Pass> iterator;
+  FitProgress progress{.epoch = options.initial_epoch, .steps_per_epoch = options.steps_per_epoch,
+                       .iterator = &iterator, .callbacks = &callbacks};
+  fit_progress_ = &progress;
+  struct EndOfFit {
+    Model* model;
+    ~EndOfFit() {
+      model->fit_progress_ = nullptr;
+      model->resume_.reset();
+    }
+  } end_of_fit{this};
   Logs logs;
   callbacks.each([&](Callback& c) { c.on_train_begin(logs); });
-  const WorkerInput input(data, step_workers(), name());
+  progress.in_train_begin = false;
+  const std::optional<FitState> resumed = apply_resume(progress, input);
   // A multi-worker job merges the workers' metrics after each step only for callbacks
   // that read batch logs (verbose 1 does); otherwise once an epoch, sparing a collective
   // per step.
   const bool batch_logs = merge_every_step(callbacks.any(&Callback::implements_train_batch_hooks));
-  // With steps_per_epoch, one iterator runs on across epochs (Keras); a new one starts
-  // only when the data runs out.
-  std::optional<WorkerInput::Pass> iterator;
-  for (int epoch = options.initial_epoch; epoch < options.epochs && !stop_training; ++epoch) {
+  for (int epoch = progress.epoch; epoch < options.epochs && !stop_training; ++epoch) {
+    progress.epoch = epoch;
     reset_metrics();
+    // Resumed mid-epoch: the interrupted epoch's metrics and iterator carry on.
+    const bool mid_epoch = resumed && epoch == resumed->epoch && resumed->step > 0;
+    if (mid_epoch) set_metric_states(resumed->metric_states);
+    progress.step = mid_epoch ? resumed->step : 0;
     callbacks.each([&](Callback& c) { c.on_epoch_begin(epoch, Logs{}); });
-    if (!iterator || options.steps_per_epoch <= 0) iterator.emplace(input.pass(epoch));
-    int64_t step = 0;
-    for (; steps < 0 || step < steps; ++step) {
-      std::optional<WorkerInput::Step> batch = iterator->next();
-      if (!batch) {
-        iterator.reset();
-        break;
-      }
-      callbacks.each([&](Callback& c) { c.on_train_batch_begin(step, Logs{}); });
-      Logs step_logs = run_train_step(*batch, batch_logs);
-      callbacks.each([&](Callback& c) { c.on_train_batch_end(step, step_logs); });
-      if (stop_training) break;
-      if (step_logs.contains("loss") && !std::isfinite(step_logs.at("loss"))) {
-        throw_error<Error>("{}: the loss became {} at epoch {}, batch {}; add callbacks::TerminateOnNaN to stop instead",
-                           name(), step_logs.at("loss"), epoch + 1, step);
-      }
-    }
+    if (!mid_epoch && (!iterator || options.steps_per_epoch <= 0)) iterator.emplace(input.pass(epoch));
+    run_epoch_steps(progress, steps, batch_logs);
     merge_worker_metrics();
     logs = get_metrics_result();
     if (!batch_logs && logs.contains("loss") && !std::isfinite(logs.at("loss"))) {
@@ -267,13 +258,40 @@ History Model::fit(const data::Dataset& data, FitOptions options) {
                          name(), logs.at("loss"), epoch + 1);
     }
     if (options.validation_data && (epoch + 1) % options.validation_freq == 0) {
+      progress.validating = true;
       Logs val = run_evaluation(*options.validation_data, options.validation_steps, callbacks);
+      progress.validating = false;
       logs.merge(val, "val_");
     }
+    progress.epoch_ended = true;
     callbacks.each([&](Callback& c) { c.on_epoch_end(epoch, logs); });
+    progress.epoch_ended = false;
   }
   callbacks.each([&](Callback& c) { c.on_train_end(logs); });
   return *history;
+}
+
+void Model::run_epoch_steps(FitProgress& progress, int64_t steps, bool batch_logs) {
+  std::optional<WorkerInput::Pass>& iterator = *progress.iterator;
+  CallbackList& callbacks = *progress.callbacks;
+  while (steps < 0 || progress.step < steps) {
+    std::optional<WorkerInput::Step> batch = iterator->next();
+    if (!batch) {
+      iterator.reset();
+      break;
+    }
+    const int64_t step = progress.step;
+    callbacks.each([&](Callback& c) { c.on_train_batch_begin(step, Logs{}); });
+    Logs step_logs = run_train_step(*batch, batch_logs);
+    ++progress.step;
+    ++progress.total_steps;
+    callbacks.each([&](Callback& c) { c.on_train_batch_end(step, step_logs); });
+    if (stop_training) break;
+    if (step_logs.contains("loss") && !std::isfinite(step_logs.at("loss"))) {
+      throw_error<Error>("{}: the loss became {} at epoch {}, batch {}; add callbacks::TerminateOnNaN to stop instead",
+                         name(), step_logs.at("loss"), progress.epoch + 1, step);
+    }
+  }
 }
 
 Logs Model::run_evaluation(const data::Dataset& data, int64_t steps, CallbackList& callbacks) {

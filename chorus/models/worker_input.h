@@ -44,16 +44,23 @@ class WorkerInput {
    public:
     // The next step, or nullopt when the pass has ended (on every worker at once).
     std::optional<Step> next();
+    // The pass number this iterates.
+    int64_t epoch() const { return epoch_; }
+    // Where this worker's iterator stands, and a move there (data::Iterator's).
+    data::IteratorPosition position() const { return iterator_.position(); }
+    void restore(const data::IteratorPosition& position) { iterator_.restore(position); }
 
    private:
     friend class WorkerInput;
-    Pass(data::Iterator iterator, const WorkerInput& input) : iterator_(std::move(iterator)), input_(&input) {}
+    Pass(data::Iterator iterator, int64_t epoch, const WorkerInput& input)
+        : iterator_(std::move(iterator)), epoch_(epoch), input_(&input) {}
     data::Iterator iterator_;
+    int64_t epoch_;
     const WorkerInput* input_;
     Tree empty_;  // zero rows of this worker's last batch: its input once its files ran out
   };
   // A pass over `epoch`; this WorkerInput must outlive it.
-  Pass pass(int64_t epoch) const { return Pass(dataset_.iterator(epoch), *this); }
+  Pass pass(int64_t epoch) const { return Pass(dataset_.iterator(epoch), epoch, *this); }
 
  private:
   data::Dataset dataset_;

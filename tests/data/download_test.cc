@@ -25,6 +25,7 @@
 #include "chorus/data/movielens.h"
 #include "chorus/data/sha256.h"
 #include "tests/testing/http_server.h"
+#include "tests/testing/run_chorus.h"
 #include "tests/testing/shared_data.h"
 
 namespace chorus::data {
@@ -372,31 +373,18 @@ TEST(DatasetRegistryTest, MnistDigestsMatchTheSharedCopies) {
 
 // ---- the chorus CLI (built next to the test binary) ----
 
-struct CommandResult {
-  int exit_code;
-  std::string output;  // stdout and stderr
-};
-
-CommandResult run_chorus(const std::string& arguments, const fs::path& home) {
-  const fs::path binary = fs::read_symlink("/proc/self/exe").parent_path() / "chorus";
-  if (!fs::exists(binary)) return {-1, "missing " + binary.string()};
-  const std::string command = fmt::format("CHORUS_DATA_HOME='{}' '{}' {} 2>&1", home.string(), binary.string(), arguments);
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::string output;
-  char buffer[4096];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+chorus::testing::ChorusRun run_chorus(const std::string& arguments, const fs::path& home) {
+  return chorus::testing::run_chorus(arguments, "/dev/null", fmt::format("CHORUS_DATA_HOME='{}'", home.string()));
 }
 
 TEST_F(DownloadTest, CliListsDatasetsAndReportsErrors) {
-  const CommandResult list = run_chorus("data list", home_);
+  const auto list = run_chorus("data list", home_);
   if (list.exit_code == -1) GTEST_SKIP() << "the chorus CLI is not built: " << list.output;
   EXPECT_EQ(list.exit_code, 0) << list.output;
   EXPECT_THAT(list.output, AllOf(HasSubstr("movielens-100k"), HasSubstr("mnist"), HasSubstr("fashion-mnist"),
                                  HasSubstr("wikitext-2"), HasSubstr("not fetched")));
 
-  const CommandResult bad = run_chorus("data fetch nope", home_);
+  const auto bad = run_chorus("data fetch nope", home_);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.output, HasSubstr("chorus: error: unknown dataset 'nope'"));
 }

@@ -36,12 +36,41 @@ TEST(LauncherTest, WorkersGetTheirEnvironmentAndPrefixedOutput) {
 
 TEST(LauncherTest, FirstFailureStopsTheOthersAndIsTheExitCode) {
   const auto start = std::chrono::steady_clock::now();
-  const int code = launch({.nproc_per_node = 3, .command = {"sh", "-c", "if [ $RANK = 1 ]; then exit 3; fi; sleep 30"}});
+  const int code = launch({.nproc_per_node = 3,
+                           .command = {"sh", "-c", "if [ $RANK = 1 ]; then exit 3; fi; sleep 30"},
+                           .survivor_wait = std::chrono::seconds(1)});
   EXPECT_EQ(code, 3);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));  // not the sleeps' 30 s
-  EXPECT_EQ(launch({.nproc_per_node = 2, .command = {"sh", "-c", "if [ $RANK = 0 ]; then kill -9 $$; fi; sleep 30"}}),
+  EXPECT_EQ(launch({.nproc_per_node = 2,
+                    .command = {"sh", "-c", "if [ $RANK = 0 ]; then kill -9 $$; fi; sleep 30"},
+                    .survivor_wait = std::chrono::seconds(1)}),
             128 + 9);
   EXPECT_EQ(launch({.nproc_per_node = 1, .command = {"/nonexistent/program"}}), 127);
+}
+
+TEST(LauncherTest, SurvivorsOfAFailureGetTheirWaitToReportBeforeBeingStopped) {
+  ::testing::internal::CaptureStdout();
+  const int code = launch({.nproc_per_node = 2,
+                           .command = {"sh", "-c", "if [ $RANK = 1 ]; then exit 4; fi; sleep 1; echo rank 1 is missing"},
+                           .survivor_wait = std::chrono::seconds(20)});
+  EXPECT_EQ(code, 4);
+  EXPECT_THAT(::testing::internal::GetCapturedStdout(), HasSubstr("[0] rank 1 is missing\n"));
+}
+
+TEST(LauncherTest, MaxRestartsStartsEveryWorkerAgainWithTheRestartCount) {
+  // Rank 1 fails in the first two attempts; the third succeeds.
+  const std::vector<std::string> command = {
+      "sh", "-c", "echo attempt $CHORUS_RESTART_COUNT job ${CHORUS_JOB_ID#*/}; [ $RANK = 0 ] || [ $CHORUS_RESTART_COUNT = 2 ] || exit 5"};
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(launch({.nproc_per_node = 2, .command = command, .survivor_wait = std::chrono::seconds(5), .max_restarts = 2}), 0);
+  const std::string out = ::testing::internal::GetCapturedStdout(), err = ::testing::internal::GetCapturedStderr();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_THAT(out, HasSubstr(fmt::format("[{}] attempt 1 job attempt-1\n", r)));
+    EXPECT_THAT(out, HasSubstr(fmt::format("[{}] attempt 2 job attempt-2\n", r)));
+  }
+  EXPECT_THAT(err, HasSubstr("chorus launch: restarting the workers (restart 2 of 2)"));
+  EXPECT_EQ(launch({.nproc_per_node = 2, .command = command, .survivor_wait = std::chrono::seconds(5), .max_restarts = 1}), 5);
 }
 
 TEST(LauncherTest, BadOptions) {
@@ -52,6 +81,10 @@ TEST(LauncherTest, BadOptions) {
               ThrowsMessage<ValueError>(HasSubstr("--node-rank 2 is out of range for --nnodes 2")));
   EXPECT_THAT([] { launch({.master = "nohostport", .command = {"true"}}); },
               ThrowsMessage<ValueError>(HasSubstr("--master expects HOST:PORT")));
+  EXPECT_THAT([] { launch({.command = {"true"}, .max_restarts = -1}); },
+              ThrowsMessage<ValueError>(HasSubstr("expected --max-restarts >= 0, got -1")));
+  EXPECT_THAT([] { launch({.nnodes = 2, .master = "h:1", .command = {"true"}, .max_restarts = 1}); },
+              ThrowsMessage<ValueError>(HasSubstr("--max-restarts is for single-host jobs")));
 }
 
 TEST(LauncherTest, FreePortsComeFromBelowTheEphemeralRangeAndCanBeListenedOn) {

@@ -1,5 +1,6 @@
 #include "chorus/io/atomic_file.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -213,6 +214,78 @@ TEST_F(AtomicFileTest, DirectoryInAMissingParentIsAnError) {
   EXPECT_THAT([&] { AtomicDirectory directory(target); },
               ThrowsMessage<IOError>(AllOf(HasSubstr(target.string() + ": cannot create the staging directory"),
                                            HasSubstr("No such file or directory"))));
+}
+
+// Runs `crash` in a child process that then dies without unwinding (as SIGKILL would
+// leave it): whatever temporaries it made stay behind, named with a PID that has ended.
+template <class Fn>
+void in_crashing_child(Fn crash) {
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    crash();
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+}
+
+TEST_F(AtomicFileTest, NextSaveRemovesTheTemporariesOfACrashedWriter) {
+  const fs::path model = dir_ / "model";
+  in_crashing_child([&] {
+    auto* staging = new AtomicDirectory(model);  // neither committed nor destroyed: the process dies first
+    std::FILE* f = std::fopen((staging->staging() / "weights").c_str(), "w");
+    std::fputs("half a checkpoint", f);
+    std::fclose(f);
+  });
+  in_crashing_child([&] {
+    const std::string temp = fmt::format("{}/weights.bin.tmp-{}-0123456789abcdef", dir_.string(), ::getpid());
+    std::fclose(std::fopen(temp.c_str(), "w"));
+  });
+  const std::vector<AtomicTemporary> temporaries = list_atomic_temporaries(dir_);
+  ASSERT_EQ(temporaries.size(), 2u);
+  for (const AtomicTemporary& t : temporaries) EXPECT_FALSE(t.alive) << t.path;
+
+  AtomicDirectory(model).commit();  // removes model's temporary only
+  EXPECT_EQ(entries(), (std::vector<std::string>{"model", temporaries[1].path.filename().string()}));
+  write_file_atomically(dir_ / "weights.bin", "w");
+  EXPECT_EQ(entries(), (std::vector<std::string>{"model", "weights.bin"}));
+}
+
+TEST_F(AtomicFileTest, ATemporaryOfALiveProcessIsKept) {
+  const std::string live = "weights.bin.tmp-" + std::to_string(::getpid()) + "-00000000000000ff";
+  write(live, "being written");
+  write_file_atomically(dir_ / "weights.bin", "w");
+  EXPECT_EQ(entries(), (std::vector<std::string>{"weights.bin", live}));
+  const auto temporaries = list_atomic_temporaries(dir_);
+  ASSERT_EQ(temporaries.size(), 1u);
+  EXPECT_TRUE(temporaries[0].alive);
+  EXPECT_EQ(temporaries[0].pid, ::getpid());
+}
+
+TEST_F(AtomicFileTest, APreviousVersionMovedAsideByACrashedSwapIsRestored) {
+  // Between the fallback swap's two renames only `<target>.old-*` exists.
+  const fs::path model = dir_ / "model";
+  const pid_t dead_pid = ::fork();
+  ASSERT_GE(dead_pid, 0);
+  if (dead_pid == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(dead_pid, nullptr, 0), dead_pid);
+  const fs::path aside = dir_ / fmt::format("model.old-{}-00000000000000aa", dead_pid);
+  fs::create_directories(aside);
+  write(fmt::format("model.old-{}-00000000000000aa/config.json", dead_pid), "{}");
+  EXPECT_EQ(remove_stale_temporaries(model), std::vector<fs::path>{aside});
+  EXPECT_EQ(read_file(model / "config.json"), "{}");
+  EXPECT_EQ(entries(), std::vector<std::string>{"model"});
+}
+
+TEST_F(AtomicFileTest, OtherNamesAreNotTemporaries) {
+  for (const char* name : {"model.tmp", "model.tmp-12-34", "model.tmp-x-0123456789abcdef", ".tmp-1-0123456789abcdef",
+                           "model.tmp-1-0123456789abcdeg", "model.new-1-0123456789abcdef"}) {
+    write(name, "");
+  }
+  EXPECT_TRUE(list_atomic_temporaries(dir_).empty());
+  EXPECT_TRUE(remove_stale_temporaries(dir_ / "model").empty());
+  EXPECT_EQ(entries().size(), 6u);
 }
 
 }  // namespace

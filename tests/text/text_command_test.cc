@@ -1,7 +1,5 @@
 // Tests for `chorus text` (tools/chorus/text_command.cc), run through the built binary
 // next to the test binary.
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <filesystem>
 
@@ -9,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/testing/run_chorus.h"
 #include "tests/testing/temp_dir.h"
 
 namespace chorus::text {
@@ -17,22 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-struct CommandResult {
-  int exit_code;
-  std::string output;  // stdout, and stderr after it
-};
-
-CommandResult run_chorus(const std::string& arguments, const std::string& stdin_path = "/dev/null") {
-  const fs::path binary = fs::read_symlink("/proc/self/exe").parent_path() / "chorus";
-  if (!fs::exists(binary)) return {-1, "missing " + binary.string()};
-  const std::string command = fmt::format("'{}' {} < '{}' 2>&1", binary.string(), arguments, stdin_path);
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::string output;
-  char buffer[4096];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using chorus::testing::run_chorus;
 
 class TextCommandTest : public chorus::testing::TempDirTest {
  protected:
@@ -46,26 +30,26 @@ class TextCommandTest : public chorus::testing::TempDirTest {
 
 TEST_F(TextCommandTest, TokenizesStdinLines) {
   const std::string input = write("in.txt", "Hello, world!\nunaffable zebra\n\nCaf\u00e9\n");
-  const CommandResult ids = run_chorus("text tokenize --vocabulary " + vocab_, input);
+  const auto ids = run_chorus("text tokenize --vocabulary " + vocab_, input);
   if (ids.exit_code == -1) GTEST_SKIP() << "the chorus CLI is not built: " << ids.output;
   EXPECT_EQ(ids.exit_code, 0) << ids.output;
   EXPECT_EQ(ids.output, "5 7 6 8\n9 10 11 1\n\n1\n");
-  const CommandResult pieces = run_chorus("text tokenize --pieces --strip-accents --vocabulary " + vocab_, input);
+  const auto pieces = run_chorus("text tokenize --pieces --strip-accents --vocabulary " + vocab_, input);
   EXPECT_EQ(pieces.output, "hello , world !\nun ##aff ##able [UNK]\n\ncafe\n");
-  const CommandResult cased = run_chorus("text tokenize --no-lowercase --vocabulary " + vocab_, input);
+  const auto cased = run_chorus("text tokenize --no-lowercase --vocabulary " + vocab_, input);
   EXPECT_EQ(cased.output, "1 7 6 8\n9 10 11 1\n\n1\n");
 }
 
 TEST_F(TextCommandTest, TokenizeErrors) {
-  const CommandResult missing = run_chorus("text tokenize --vocabulary " + dir() + "/nope.txt");
+  const auto missing = run_chorus("text tokenize --vocabulary " + dir() + "/nope.txt");
   if (missing.exit_code == -1) GTEST_SKIP() << "the chorus CLI is not built: " << missing.output;
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.output, HasSubstr("chorus: error: " + dir() + "/nope.txt: cannot open vocabulary file"));
   const std::string no_mask = write("no_mask.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n");
-  const CommandResult lacks = run_chorus("text tokenize --vocabulary " + no_mask);
+  const auto lacks = run_chorus("text tokenize --vocabulary " + no_mask);
   EXPECT_THAT(lacks.output, HasSubstr("lacks special token(s) [MASK]"));
   const std::string bad = write("bad.txt", "hello\nwor\xffld\n");
-  const CommandResult invalid = run_chorus("text tokenize --vocabulary " + vocab_, bad);
+  const auto invalid = run_chorus("text tokenize --vocabulary " + vocab_, bad);
   EXPECT_EQ(invalid.exit_code, 1);
   EXPECT_THAT(invalid.output, HasSubstr("chorus: error: <stdin>:2: invalid UTF-8 at byte 3 of 6"));
 }
@@ -74,14 +58,14 @@ TEST_F(TextCommandTest, LearnsAVocabulary) {
   std::string corpus;
   for (int i = 0; i < 20; ++i) corpus += "AB\n";
   const std::string path = write("corpus.txt", corpus);
-  const CommandResult out = run_chorus("text learn-vocabulary --size 10 " + path);
+  const auto out = run_chorus("text learn-vocabulary --size 10 " + path);
   if (out.exit_code == -1) GTEST_SKIP() << "the chorus CLI is not built: " << out.output;
   EXPECT_EQ(out.exit_code, 0) << out.output;
   // Lowercased by default; the same hand trace as WordPieceVocabularyTest.TracesTheLearnerByHand.
   EXPECT_EQ(out.output, "[PAD]\n[CLS]\n[SEP]\n[UNK]\n[MASK]\na\nb\nab\n##a\n##b\n");
-  const CommandResult cased = run_chorus("text learn-vocabulary --no-lowercase --size 10 " + path);
+  const auto cased = run_chorus("text learn-vocabulary --no-lowercase --size 10 " + path);
   EXPECT_EQ(cased.output, "[PAD]\n[CLS]\n[SEP]\n[UNK]\n[MASK]\nA\nB\nAB\n##A\n##B\n");
-  const CommandResult missing = run_chorus("text learn-vocabulary --size 10 " + dir() + "/nope.txt");
+  const auto missing = run_chorus("text learn-vocabulary --size 10 " + dir() + "/nope.txt");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.output, HasSubstr("nope.txt: cannot open"));
 }

@@ -22,6 +22,10 @@ void add_train_command(CLI::App& app);
 // `chorus launch -n N [--nnodes M --node-rank R] [--master HOST:PORT] -- PROGRAM ARGS...`.
 void add_launch_command(CLI::App& app);
 
+// `chorus checkpoint inspect PATH`: a saved model's, weights file's or backup directory's
+// contents and the temporaries crashed saves left beside it.
+void add_checkpoint_command(CLI::App& app);
+
 // `chorus text tokenize --vocabulary FILE [--no-lowercase] [--strip-accents] [--pieces]` and
 // `chorus text learn-vocabulary --size N [--no-lowercase] FILE...`.
 void add_text_command(CLI::App& app);

@@ -1,4 +1,4 @@
-// `chorus launch -n N [--nnodes M --node-rank R] [--master HOST:PORT] -- PROGRAM ARGS...`:
+// `chorus launch -n N [--nnodes M --node-rank R] [--master HOST:PORT] [--max-restarts K] -- PROGRAM ARGS...`:
 // starts N local workers of a multi-worker job (distribute/launcher.h) and exits with
 // the first failure's code.
 #include <memory>
@@ -21,6 +21,9 @@ void add_launch_command(CLI::App& app) {
   launch->add_option("--master", options->master,
                      "HOST:PORT of rank 0's rendezvous store (default: 127.0.0.1 and a free port; single host only)");
   launch->add_option("--job-id", options->job_id, "Tells jobs sharing hosts apart (default: the master address)");
+  launch->add_option("--max-restarts", options->max_restarts,
+                     "Start every worker again after a failure, at most this many times (resume with BackupAndRestore)")
+      ->check(CLI::NonNegativeNumber);
   launch->add_option("command", options->command, "The program and its arguments, after --")->required();
   launch->callback([options] { throw ExitRequest{distribute::launch(*options)}; });
 }

@@ -7,6 +7,18 @@
 #include "tools/chorus/commands.h"
 
 namespace chorus::cli {
+namespace {
+
+// Every recipe's --backup-dir, --backup-every and --save-weights.
+void add_fault_tolerance_options(CLI::App* recipe, examples::FaultToleranceOptions& options) {
+  recipe->add_option("--backup-dir", options.backup_dir,
+                     "Back the training up there (BackupAndRestore) and, run again after a crash, resume exactly");
+  recipe->add_option("--backup-every", options.backup_every, "Batches between backups (default: every epoch)")
+      ->check(CLI::PositiveNumber);
+  recipe->add_option("--save-weights", options.save_weights, "Write the trained weights to this safetensors file");
+}
+
+}  // namespace
 
 void add_train_command(CLI::App& app) {
   CLI::App* train = app.add_subcommand("train", "Train a built-in recipe (a seed tutorial)");
@@ -27,6 +39,7 @@ void add_train_command(CLI::App& app) {
   mnist->add_option("--seed", options->seed, "Seed of the validation split and the initial weights");
   mnist->add_option("--devices", options->devices, "Replicas (MirroredStrategy); 0: every local device")
       ->check(CLI::NonNegativeNumber);
+  add_fault_tolerance_options(mnist, options->fault_tolerance);
   mnist->callback([options] {
     examples::get_compiled_model()->summary();
     layers::Layer::reset_names();
@@ -51,6 +64,7 @@ void add_train_command(CLI::App& app) {
   retrieval->add_option("--devices", retrieval_options->devices,
                         "Replicas (DataParallel); 1: no distribution, 0: every local device")
       ->check(CLI::NonNegativeNumber);
+  add_fault_tolerance_options(retrieval, retrieval_options->fault_tolerance);
   retrieval->callback([retrieval_options] {
     examples::RetrievalTutorialResult result = examples::run_retrieval_tutorial(*retrieval_options);
     examples::print_recommendations(result.recommendations);
@@ -73,6 +87,7 @@ void add_train_command(CLI::App& app) {
   bert->add_option("--tensorboard", bert_options->tensorboard, "TensorBoard log directory");
   bert->add_option("--verbose", bert_options->verbose, "0 silent, 1 progress bar, 2 one line per epoch");
   bert->add_option("--seed", bert_options->seed, "Seed of the initial weights, shuffles and masks");
+  add_fault_tolerance_options(bert, bert_options->fault_tolerance);
   bert->callback([bert_options] { examples::run_bert_mlm_tutorial(*bert_options); });
 }
 

@@ -1,0 +1,117 @@
+#include "chorus/callbacks/backup_and_restore.h"
+
+#include <iostream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "chorus/callbacks/backup_files.h"
+#include "chorus/core/error.h"
+#include "chorus/distribute/distribution.h"
+#include "chorus/distribute/worker_group.h"
+#include "chorus/models/model.h"
+
+namespace chorus::callbacks {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Backups kept: the newest, and the one before it in case the newest turns out damaged.
+constexpr size_t kBackupsKept = 2;
+
+distribute::WorkerGroup* workers_of(const models::Model& model) {
+  return model.distribution() ? model.distribution()->workers().get() : nullptr;
+}
+
+// Runs `write` on rank 0 of a multi-worker job (the others wait for it), or here alone.
+void on_chief(const models::Model& model, const std::function<void()>& write) {
+  if (distribute::WorkerGroup* workers = workers_of(model)) {
+    workers->on_chief_then_barrier(write);
+  } else {
+    write();
+  }
+}
+
+}  // namespace
+
+BackupAndRestore::BackupAndRestore(fs::path backup_dir, BackupAndRestoreOptions options)
+    : backup_dir_(std::move(backup_dir)), options_(options) {
+  if (backup_dir_.empty()) throw_error<ValueError>("BackupAndRestore: expected a backup_dir, got an empty path");
+  if (options_.save_freq && *options_.save_freq < 1) {
+    throw_error<ValueError>(
+        "BackupAndRestore: expected save_freq >= 1 batches or nullopt (every epoch). Received: save_freq={}",
+        *options_.save_freq);
+  }
+}
+
+void BackupAndRestore::on_train_begin(const models::Logs& /*logs*/) {
+  total_steps_ = 0;
+  last_backup_steps_.reset();
+  auto backups = list_backups(backup_dir_);
+  // Every worker restores what rank 0 sees as the newest backup (or nothing).
+  if (distribute::WorkerGroup* workers = workers_of(model())) {
+    const uint64_t none = std::numeric_limits<uint64_t>::max();
+    const uint64_t newest = workers->chief_value(backups.empty() ? none : static_cast<uint64_t>(backups[0].first));
+    std::erase_if(backups, [&](const auto& b) { return newest == none || static_cast<uint64_t>(b.first) > newest; });
+  }
+  if (backups.empty()) return;
+  if (!model().built()) {
+    throw_error<ValueError>("BackupAndRestore: model '{}' must be built before fit to restore {}; call it on a batch first",
+                            model().name(), backups[0].second.string());
+  }
+  std::vector<std::string> damaged;
+  for (const auto& [steps, dir] : backups) {
+    try {
+      models::FitState state = read_backup(dir, model());
+      total_steps_ = state.total_steps;
+      last_backup_steps_ = steps;
+      if (params().verbose > 0) {
+        std::cout << fmt::format("BackupAndRestore: resuming from {} (epoch {}, batch {})\n", dir.string(),
+                                 state.epoch + 1, state.step);
+      }
+      model().resume_fit(std::move(state));
+      return;
+    } catch (const DamagedBackupError& e) {
+      std::cerr << "BackupAndRestore: warning: " << e.what() << "; trying the previous backup\n";
+      damaged.emplace_back(e.what());
+    }
+  }
+  throw_error<IOError>("BackupAndRestore: every backup in {} is damaged: {}", backup_dir_.string(),
+                       fmt::join(damaged, "; "));
+}
+
+void BackupAndRestore::on_train_batch_end(int64_t /*batch*/, const models::Logs& /*logs*/) {
+  ++total_steps_;
+  if (options_.save_freq && total_steps_ % *options_.save_freq == 0) backup();
+}
+
+void BackupAndRestore::on_epoch_end(int /*epoch*/, const models::Logs& /*logs*/) {
+  if (!options_.save_freq) backup();
+}
+
+void BackupAndRestore::on_train_end(const models::Logs& /*logs*/) {
+  if (!options_.delete_checkpoint) return;
+  on_chief(model(), [&] {
+    std::error_code ec;
+    for (const auto& backup : list_backups(backup_dir_)) fs::remove_all(backup.second, ec);
+    fs::remove(backup_dir_, ec);  // only when empty: the user's other files stay
+  });
+}
+
+void BackupAndRestore::backup() {
+  const models::FitState state = model().fit_state();
+  on_chief(model(), [&] {
+    std::error_code ec;
+    fs::create_directories(backup_dir_, ec);
+    if (ec) throw_error<IOError>("BackupAndRestore: cannot create {}: {}", backup_dir_.string(), ec.message());
+    write_backup(backup_dir_ / backup_name(state.total_steps), model(), state);
+    const auto backups = list_backups(backup_dir_);
+    for (size_t i = kBackupsKept; i < backups.size(); ++i) fs::remove_all(backups[i].second, ec);
+  });
+  last_backup_steps_ = state.total_steps;
+}
+
+}  // namespace chorus::callbacks

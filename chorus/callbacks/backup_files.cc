@@ -1,0 +1,189 @@
+// BackupAndRestore's backup directories. fit_state.json is written last into the staging
+// directory and lists the SHA-256 of every other file, so a backup whose files were
+// damaged after the atomic commit (a disk error, a truncating copy) is detected.
+#include "chorus/callbacks/backup_files.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "chorus/data/sha256.h"
+#include "chorus/io/atomic_file.h"
+#include "chorus/io/safetensors.h"
+#include "chorus/models/model.h"
+
+namespace chorus::callbacks {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kStateFile = "fit_state.json";
+constexpr const char* kWeightsFile = "model.weights.safetensors";
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
+constexpr const char* kCallbacksFile = "callbacks.safetensors";
+constexpr std::string_view kPrefix = "backup-";
+
+io::NamedTensors named_variables(const std::vector<autograd::Variable>& variables) {
+  io::NamedTensors out;
+  for (const autograd::Variable& v : variables) out.emplace_back(v.path(), v.value());
+  return out;
+}
+
+std::string describe(const std::string& path, const Shape& shape, DType dtype) {
+  return fmt::format("{} {} {}", path, shape.to_string(), dtype_name(dtype));
+}
+
+// What identifies the model a backup belongs to: each weight's path, shape and dtype.
+std::vector<std::string> signature(const models::Model& model) {
+  std::vector<std::string> out;
+  for (const autograd::Variable& v : model.weights()) out.push_back(describe(v.path(), v.shape(), v.dtype()));
+  return out;
+}
+
+json state_to_json(const models::FitState& state) {
+  json callbacks = json::array();
+  for (const models::CallbackState& c : state.callbacks) {
+    callbacks.push_back({{"class_name", c.class_name}, {"values", c.values}, {"tensors", c.tensors.size()}});
+  }
+  json dropout = json::array();
+  for (const auto& [path, calls] : state.dropout_calls) dropout.push_back({path, calls});
+  return {{"epoch", state.epoch},
+          {"step", state.step},
+          {"total_steps", state.total_steps},
+          {"pass", state.pass ? json(*state.pass) : json()},
+          {"position", state.pass ? state.position.state : json()},
+          {"metric_states", state.metric_states},
+          {"learning_rate", state.learning_rate ? json(*state.learning_rate) : json()},
+          {"dropout_calls", dropout},
+          {"callbacks", callbacks}};
+}
+
+// `callback_tensors`: callbacks.safetensors, "callbacks/<i>/<k>" for tensor k of callback i.
+models::FitState state_from_json(const json& j, const std::map<std::string, Tensor>& callback_tensors) {
+  models::FitState state;
+  state.epoch = j.at("epoch").get<int>();
+  state.step = j.at("step").get<int64_t>();
+  state.total_steps = j.at("total_steps").get<int64_t>();
+  if (!j.at("pass").is_null()) {
+    state.pass = j["pass"].get<int64_t>();
+    state.position.state = j.at("position");
+  }
+  state.metric_states = j.at("metric_states").get<std::vector<double>>();
+  if (!j.at("learning_rate").is_null()) state.learning_rate = j["learning_rate"].get<double>();
+  for (const json& d : j.at("dropout_calls")) state.dropout_calls.emplace_back(d.at(0).get<std::string>(), d.at(1).get<uint64_t>());
+  for (size_t i = 0; i < j.at("callbacks").size(); ++i) {
+    const json& c = j["callbacks"][i];
+    models::CallbackState callback{c.at("class_name").get<std::string>(), c.at("values"), {}};
+    for (size_t k = 0; k < c.at("tensors").get<size_t>(); ++k) {
+      callback.tensors.push_back(callback_tensors.at(fmt::format("callbacks/{}/{}", i, k)));
+    }
+    state.callbacks.push_back(std::move(callback));
+  }
+  return state;
+}
+
+// Throws ValueError naming the first difference between the backup's signature and the model's.
+void check_signature(const fs::path& dir, const json& saved, const models::Model& model) {
+  const std::vector<std::string> have = signature(model);
+  const auto want = saved.get<std::vector<std::string>>();
+  for (size_t i = 0; i < std::max(have.size(), want.size()); ++i) {
+    const std::string in_backup = i < want.size() ? want[i] : "nothing", in_model = i < have.size() ? have[i] : "nothing";
+    if (in_backup != in_model) {
+      throw_error<ValueError>(
+          "BackupAndRestore: {} was written by another model: its weight {} is {}, but model '{}' has {} ({} weights in "
+          "the backup, {} in the model)",
+          dir.string(), i, in_backup, model.name(), in_model, want.size(), have.size());
+    }
+  }
+}
+
+}  // namespace
+
+std::string backup_name(int64_t steps) { return fmt::format("{}{:012d}", kPrefix, steps); }
+
+void write_backup(const fs::path& dir, const models::Model& model, const models::FitState& state) {
+  io::AtomicDirectory staging(dir);
+  const fs::path& out = staging.staging();
+  io::save_safetensors(out / kWeightsFile, named_variables(model.weights()), {{"format", "chorus.weights"}});
+  io::save_safetensors(out / kOptimizerFile, named_variables(model.optimizer().variables()),
+                       {{"format", "chorus.optimizer"}});
+  io::NamedTensors callback_tensors;
+  for (size_t i = 0; i < state.callbacks.size(); ++i) {
+    for (size_t k = 0; k < state.callbacks[i].tensors.size(); ++k) {
+      callback_tensors.emplace_back(fmt::format("callbacks/{}/{}", i, k), state.callbacks[i].tensors[k]);
+    }
+  }
+  io::save_safetensors(out / kCallbacksFile, callback_tensors, {{"format", "chorus.callbacks"}});
+  json files = json::object();
+  for (const char* file : {kWeightsFile, kOptimizerFile, kCallbacksFile}) {
+    files[file] = data::sha256_file_hex((out / file).string());
+  }
+  json document = {{"format", "chorus.backup"},
+                   {"version", kBackupFormatVersion},
+                   {"model", {{"name", model.name()}, {"weights", signature(model)}}},
+                   {"files", files},
+                   {"fit_state", state_to_json(state)}};
+  io::write_file_atomically(out / kStateFile, document.dump(1) + "\n");
+  staging.commit();
+}
+
+std::vector<std::pair<int64_t, fs::path>> list_backups(const fs::path& backup_dir) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(backup_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    int64_t steps = -1;
+    const char* digits = name.data() + kPrefix.size();
+    if (name.size() <= kPrefix.size() || name.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    auto [end, err] = std::from_chars(digits, name.data() + name.size(), steps);
+    if (err == std::errc() && end == name.data() + name.size() && steps >= 0) out.emplace_back(steps, it->path());
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return out;
+}
+
+models::FitState read_backup(const fs::path& dir, models::Model& model) {
+  const fs::path state_file = dir / kStateFile;
+  json document;
+  try {
+    document = json::parse(io::read_file(state_file));
+  } catch (const std::exception& e) {  // IOError (missing, unreadable) or a JSON parse error (truncated)
+    throw_error<DamagedBackupError>("{}: cannot read the backup's state: {}", state_file.string(), e.what());
+  }
+  try {
+    if (document.at("format") != "chorus.backup") {
+      throw_error<DamagedBackupError>("{}: not a chorus backup (format {})", state_file.string(), document["format"].dump());
+    }
+    const int version = document.at("version").get<int>();
+    if (version > kBackupFormatVersion) {
+      throw_error<ValueError>("{}: backup format version {} was written by a newer chorus; this build reads up to {}",
+                              state_file.string(), version, kBackupFormatVersion);
+    }
+    for (const auto& [file, digest] : document.at("files").items()) {
+      const fs::path path = dir / file;
+      if (!fs::exists(path)) throw_error<DamagedBackupError>("{}: missing from the backup", path.string());
+      if (data::sha256_file_hex(path.string()) != digest.get<std::string>()) {
+        throw_error<DamagedBackupError>("{}: its SHA-256 differs from the one in {}: the file is damaged", path.string(),
+                                        state_file.string());
+      }
+    }
+    check_signature(dir, document.at("model").at("weights"), model);
+    std::map<std::string, Tensor> callback_tensors;
+    for (auto& [name, tensor] : io::load_safetensors(dir / kCallbacksFile).tensors) callback_tensors.emplace(name, tensor);
+    models::FitState state = state_from_json(document.at("fit_state"), callback_tensors);
+    model.load_weights(dir / kWeightsFile);
+    model.load_optimizer_state(dir / kOptimizerFile);
+    return state;
+  } catch (const nlohmann::json::exception& e) {
+    throw_error<DamagedBackupError>("{}: malformed backup state: {}", state_file.string(), e.what());
+  } catch (const std::out_of_range& e) {
+    throw_error<DamagedBackupError>("{}: a callback tensor is missing from {}: {}", state_file.string(), kCallbacksFile,
+                                    e.what());
+  }
+}
+
+}  // namespace chorus::callbacks

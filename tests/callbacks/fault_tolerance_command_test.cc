@@ -1,0 +1,79 @@
+// The CLI's fault tolerance, through the built binary: `chorus train RECIPE --backup-dir
+// --backup-every --save-weights`, and `chorus checkpoint inspect` on a saved model (with
+// a crashed save's temporary beside it) and on a backup directory.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "chorus/chorus.h"
+#include "chorus/io/safetensors.h"
+#include "tests/callbacks/callback_test_util.h"
+#include "tests/testing/run_chorus.h"
+#include "tests/testing/temp_dir.h"
+
+namespace chorus::callbacks {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using chorus::testing::run_chorus;
+
+class FaultToleranceCommandTest : public chorus::testing::TempDirTest {};
+
+TEST_F(FaultToleranceCommandTest, TrainWritesBackupsDeletesThemAtTheEndAndSavesTheWeights) {
+  const std::string backup = (dir_ / "backup").string(), weights = (dir_ / "final.safetensors").string();
+  const auto run = run_chorus(fmt::format(
+      "train mnist-mlp --epochs 1 --verbose 0 --backup-dir {} --backup-every 300 --save-weights {}", backup, weights));
+  if (run.exit_code == -1) GTEST_SKIP() << run.output;
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_FALSE(fs::exists(backup));  // deleted after a fit that ended normally
+  const auto saved = io::load_safetensors(weights).tensors;
+  ASSERT_EQ(saved.size(), 6u);  // three Dense layers' kernels and biases
+  EXPECT_EQ(saved[0].first, "dense/kernel");
+  EXPECT_EQ(saved[0].second.shape(), Shape({784, 256}));
+}
+
+TEST_F(FaultToleranceCommandTest, InspectListsAModelsFilesAndADeadWritersTemporary) {
+  auto model = chorus::testing::linear_model();
+  model->save(dir_ / "model");
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  fs::create_directories(dir_ / fmt::format("model.tmp-{}-00000000000000aa", dead));
+  const auto run = run_chorus("checkpoint inspect " + (dir_ / "model").string());
+  if (run.exit_code == -1) GTEST_SKIP() << run.output;
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, AllOf(HasSubstr("model: a saved model\n"), HasSubstr("  config.json  "),
+                                HasSubstr("  model.weights.safetensors  "), HasSubstr("  state.json  "),
+                                HasSubstr(fmt::format("model.tmp-{}-00000000000000aa: left by process {}, which ended; "
+                                                      "the next save removes it",
+                                                      dead, dead))));
+  const auto missing = run_chorus("checkpoint inspect " + (dir_ / "nope").string());
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.output, HasSubstr("chorus: error: chorus checkpoint inspect: " + (dir_ / "nope").string() +
+                                        " does not exist"));
+}
+
+TEST_F(FaultToleranceCommandTest, InspectListsBackupsWithWhereTheirFitStood) {
+  auto model = chorus::testing::linear_model();
+  const auto data = chorus::testing::linear_data(40, 1);
+  model->fit(data.x, data.y, {.epochs = 2, .batch_size = 8, .verbose = 0,
+                              .callbacks = {BackupAndRestore(dir_ / "b", {.save_freq = 3, .delete_checkpoint = false})}});
+  const auto run = run_chorus("checkpoint inspect " + (dir_ / "b").string());
+  if (run.exit_code == -1) GTEST_SKIP() << run.output;
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, AllOf(HasSubstr("b: BackupAndRestore backups, newest first\n"),
+                                HasSubstr("  backup-000000000009: after 9 training steps (epoch 2, batch 4)\n"),
+                                HasSubstr("  backup-000000000006: after 6 training steps (epoch 2, batch 1)\n"),
+                                HasSubstr("    fit_state.json  ")));
+}
+
+}  // namespace
+}  // namespace chorus::callbacks

@@ -1,0 +1,86 @@
+// BackupAndRestore in a job of real worker processes on 127.0.0.1: a job that every rank
+// leaves at the same step (a crash of the job) and that is started again ends with the
+// uninterrupted job's weights, optimizer state and History bit for bit, on every rank.
+// The harness is tests/distribute/multi_worker_harness.h.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "chorus/chorus.h"
+#include "tests/distribute/multi_worker_harness.h"
+#include "tests/models/model_test_util.h"
+
+namespace chorus {
+namespace {
+
+using nlohmann::json;
+using testing::MultiWorkerTest;
+using testing::ScenarioRun;
+
+struct JobCrash : std::runtime_error {
+  JobCrash() : std::runtime_error("job crash") {}
+};
+
+// Throws JobCrash after `steps` training steps, on every rank alike.
+class JobCrasher : public models::Callback {
+ public:
+  explicit JobCrasher(int64_t steps) : steps_(steps) {}
+  void on_train_batch_end(int64_t, const models::Logs&) override {
+    if (--steps_ == 0) throw JobCrash();
+  }
+
+ private:
+  int64_t steps_;
+};
+
+// A dropout MLP trained 3 epochs with Adam on shuffled global batches of 16, backed up
+// every 3 steps; `crash_after` > 0 crashes it there first and starts it again.
+json backup_scenario(ScenarioRun& run, int64_t crash_after) {
+  auto fit = [&](int64_t crash) {
+    layers::Layer::reset_names();
+    layers::set_random_seed(3);
+    Tensor x = layers::Input({4});
+    Tensor h = layers::Dropout(0.25)(layers::Dense(16, {.activation = "relu"})(x));
+    auto model = std::make_unique<models::Model>(x, layers::Dense(3)(h));
+    run.compile(*model, testing::mlp_compile_options(optimizers::Adam(0.01)));
+    const auto blobs = testing::separable_blobs(103, 5);
+    const auto train = data::Dataset::from_tensor_slices(Tree::list({blobs.x, blobs.y})).shuffle(103, 9).batch(16);
+    std::vector<Shared<models::Callback>> callbacks = {
+        callbacks::BackupAndRestore(testing::scratch_dir() + "/backup", {.save_freq = 3})};
+    if (crash > 0) callbacks.push_back(JobCrasher(crash));
+    models::History history = model->fit(train, {.epochs = 3, .verbose = 0, .callbacks = callbacks});
+    return testing::outcome(*model, history);
+  };
+  if (crash_after > 0) {
+    try {
+      fit(crash_after);
+      throw std::logic_error("the job did not crash");
+    } catch (const JobCrash&) {
+    }
+  }
+  return fit(0);
+}
+
+[[maybe_unused]] const bool kBackupScenariosRegistered = testing::register_scenarios({
+    {"backup_uninterrupted", [](ScenarioRun& run) { return backup_scenario(run, 0); }},
+    {"backup_crash_mid_epoch", [](ScenarioRun& run) { return backup_scenario(run, 11); }},
+});
+
+TEST_F(MultiWorkerTest, AJobStartedAgainAfterACrashMidEpochEndsAsTheUninterruptedJobBitForBit) {
+  ASSERT_EQ(run_job("backup_uninterrupted", 2), std::vector<int>(2, 0)) << error(0) << error(1);
+  const json uninterrupted = result(0);
+  expect_matches(run_alone("backup_uninterrupted"), 2);
+  ASSERT_EQ(run_job("backup_crash_mid_epoch", 2), std::vector<int>(2, 0)) << error(0) << error(1);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(result(rank)["weights"], uninterrupted["weights"]) << rank;
+    EXPECT_EQ(result(rank)["optimizer"], uninterrupted["optimizer"]) << rank;
+    EXPECT_EQ(result(rank)["history"], uninterrupted["history"]) << rank;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "backup"));
+}
+
+}  // namespace
+}  // namespace chorus
