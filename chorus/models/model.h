@@ -207,7 +207,6 @@ class Model : public layers::Layer {
     int epoch = 0;
     int64_t step = 0;  // the steps of `epoch` done
     int64_t total_steps = 0;
-    int64_t steps_per_epoch = -1;
     bool in_train_begin = true;  // resume_fit() is allowed only then
     bool epoch_ended = false;    // inside on_epoch_end: fit_state() is the next epoch's start
     bool validating = false;     // the metrics are the validation's: no fit_state()

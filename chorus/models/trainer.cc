@@ -223,8 +223,7 @@ History Model::fit(const data::Dataset& data, FitOptions options) {
   // With steps_per_epoch, one iterator runs on across epochs (Keras); a new one starts
   // only when the data runs out.
   std::optional<WorkerInput::Pass> iterator;
-  FitProgress progress{.epoch = options.initial_epoch, .steps_per_epoch = options.steps_per_epoch,
-                       .iterator = &iterator, .callbacks = &callbacks};
+  FitProgress progress{.epoch = options.initial_epoch, .iterator = &iterator, .callbacks = &callbacks};
   fit_progress_ = &progress;
   struct EndOfFit {
     Model* model;

@@ -37,7 +37,8 @@ class JobCrasher : public models::Callback {
 };
 
 // A dropout MLP trained 3 epochs with Adam on shuffled global batches of 16, backed up
-// every 3 steps; `crash_after` > 0 crashes it there first and starts it again.
+// every 3 steps; `crash_after` > 0 crashes it there first and starts it again; < 0
+// crashes it at -crash_after and ends the job.
 json backup_scenario(ScenarioRun& run, int64_t crash_after) {
   auto fit = [&](int64_t crash) {
     layers::Layer::reset_names();
@@ -54,6 +55,7 @@ json backup_scenario(ScenarioRun& run, int64_t crash_after) {
     models::History history = model->fit(train, {.epochs = 3, .verbose = 0, .callbacks = callbacks});
     return testing::outcome(*model, history);
   };
+  if (crash_after < 0) return fit(-crash_after);  // the job dies there
   if (crash_after > 0) {
     try {
       fit(crash_after);
@@ -67,6 +69,7 @@ json backup_scenario(ScenarioRun& run, int64_t crash_after) {
 [[maybe_unused]] const bool kBackupScenariosRegistered = testing::register_scenarios({
     {"backup_uninterrupted", [](ScenarioRun& run) { return backup_scenario(run, 0); }},
     {"backup_crash_mid_epoch", [](ScenarioRun& run) { return backup_scenario(run, 11); }},
+    {"backup_crash_only", [](ScenarioRun& run) { return backup_scenario(run, -11); }},
 });
 
 TEST_F(MultiWorkerTest, AJobStartedAgainAfterACrashMidEpochEndsAsTheUninterruptedJobBitForBit) {
@@ -80,6 +83,20 @@ TEST_F(MultiWorkerTest, AJobStartedAgainAfterACrashMidEpochEndsAsTheUninterrupte
     EXPECT_EQ(result(rank)["history"], uninterrupted["history"]) << rank;
   }
   EXPECT_FALSE(std::filesystem::exists(dir_ / "backup"));
+}
+
+TEST_F(MultiWorkerTest, ABackupOfThreeWorkersResumesOnTwoWithTheSameGlobalBatches) {
+  // The backup holds the global data position: a job restarted with fewer workers takes
+  // the same global batches (each worker a larger share) and ends where the
+  // uninterrupted job does, up to the order of the gradient sums.
+  ASSERT_EQ(run_job("backup_uninterrupted", 3), std::vector<int>(3, 0)) << error(0);
+  const json uninterrupted = result(0);
+  EXPECT_EQ(run_job("backup_crash_only", 3), std::vector<int>(3, 1));
+  EXPECT_THAT(error(0), ::testing::HasSubstr("job crash"));
+  ASSERT_EQ(run_job("backup_uninterrupted", 2), std::vector<int>(2, 0)) << error(0) << error(1);
+  EXPECT_LE(worst_relative_difference(uninterrupted["weights"], result(0)["weights"], "weights"), 1e-5);
+  EXPECT_LE(worst_relative_difference(uninterrupted["optimizer"], result(0)["optimizer"], "optimizer"), 1e-5);
+  EXPECT_EQ(result(0)["history"]["loss"].size(), 3u);
 }
 
 }  // namespace

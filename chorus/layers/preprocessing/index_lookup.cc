@@ -1,7 +1,10 @@
 #include "chorus/layers/preprocessing/index_lookup.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <fstream>
+#include <type_traits>
 #include <unordered_map>
 
 #include "chorus/core/creation.h"
@@ -57,9 +60,44 @@ struct IndexLookup<Token>::Table {
   std::vector<float> idf;  // tf_idf: one weight per output index
 };
 
+namespace {
+
+// Keras's _get_vocabulary_from_file: one token per line, the line ends ("\n") stripped;
+// integer tokens parsed as int64.
+template <class Token>
+std::vector<Token> read_vocabulary_file(const std::string& path, const std::string& class_name) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_error<ValueError>("{}: vocabulary file {} does not exist or cannot be read", class_name, path);
+  std::vector<Token> tokens;
+  std::string line;
+  for (int64_t number = 1; std::getline(in, line); ++number) {
+    if constexpr (std::is_same_v<Token, std::string>) {
+      tokens.push_back(std::move(line));
+    } else {
+      Token value = 0;
+      const auto [end, error] = std::from_chars(line.data(), line.data() + line.size(), value);
+      if (error != std::errc() || end != line.data() + line.size() || line.empty()) {
+        throw_error<ValueError>("{}: {}:{}: expected an integer token, found \"{}\"", class_name, path, number, line);
+      }
+      tokens.push_back(value);
+    }
+  }
+  if (in.bad()) throw_error<IOError>("{}: {}: read failed after {} lines", class_name, path, tokens.size());
+  return tokens;
+}
+
+}  // namespace
+
 template <class Token>
 IndexLookup<Token>::IndexLookup(std::string class_name, detail::IndexLookupConfig<Token> config)
     : Layer(class_name, config.name), config_(std::move(config)), table_(std::make_shared<Table>()) {
+  if (!config_.vocabulary_file.empty()) {
+    if (!config_.vocabulary.empty()) {
+      throw_error<ValueError>("{}: give a vocabulary or a vocabulary_file, not both", class_name);
+    }
+    config_.vocabulary = read_vocabulary_file<Token>(config_.vocabulary_file, class_name);
+    config_.vocabulary_file.clear();
+  }
   const auto& c = config_;
   if (c.max_tokens && *c.max_tokens <= 1) {
     throw_error<ValueError>("{}: expected max_tokens > 1 when it is set. Received: max_tokens={}", class_name,

@@ -48,6 +48,7 @@ struct IndexLookupConfig {
   std::optional<Token> mask_token;
   Token oov_token{};
   std::vector<Token> vocabulary;  // empty: none given
+  std::string vocabulary_file;    // or a file of one token per line (Keras's vocabulary path)
   std::vector<float> idf_weights;
   bool invert = false;
   OutputMode output_mode = OutputMode::kInt;

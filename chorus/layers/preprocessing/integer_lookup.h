@@ -24,6 +24,8 @@ struct IntegerLookupOptions {
   int64_t oov_token = -1;
   // The vocabulary, optionally starting with the special tokens. Empty: set later.
   std::vector<int64_t> vocabulary;
+  // Or a text file with one integer token per line (Keras's `vocabulary` given as a path).
+  std::string vocabulary_file;
   // tf_idf only, one per vocabulary entry (required with a vocabulary).
   std::vector<float> idf_weights;
   bool invert = false;  // indices back to tokens; only with output_mode int

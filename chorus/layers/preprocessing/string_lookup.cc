@@ -12,6 +12,7 @@ detail::IndexLookupConfig<std::string> to_config(StringLookupOptions o) {
   c.mask_token = std::move(o.mask_token);
   c.oov_token = std::move(o.oov_token);
   c.vocabulary = std::move(o.vocabulary);
+  c.vocabulary_file = std::move(o.vocabulary_file);
   c.idf_weights = std::move(o.idf_weights);
   c.invert = o.invert;
   c.output_mode = o.output_mode;

@@ -27,6 +27,9 @@ struct StringLookupOptions {
   // The vocabulary, optionally starting with the special tokens ([mask,] OOV...). Empty:
   // set later with set_vocabulary() or adapt().
   std::vector<std::string> vocabulary;
+  // Or a text file with one token per line (Keras's `vocabulary` given as a path); the
+  // tokens it holds are saved in the config.
+  std::string vocabulary_file;
   // tf_idf only, one per vocabulary entry (required with a vocabulary).
   std::vector<float> idf_weights;
   // Map indices (int32/int64) back to strings. Only with output_mode int.

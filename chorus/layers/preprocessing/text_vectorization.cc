@@ -117,6 +117,7 @@ TextVectorization::TextVectorization(TextVectorizationOptions options, std::opti
   lookup.mask_token = "";
   lookup.oov_token = "[UNK]";
   lookup.vocabulary = std::move(options_.vocabulary);
+  lookup.vocabulary_file = std::move(options_.vocabulary_file);
   lookup.idf_weights = std::move(options_.idf_weights);
   lookup.output_mode = mode;
   lookup.pad_to_max_tokens = options_.pad_to_max_tokens;
@@ -130,6 +131,7 @@ TextVectorization::TextVectorization(TextVectorizationOptions options, std::opti
     throw ValueError(message);
   }
   options_.vocabulary.clear();
+  options_.vocabulary_file.clear();
   options_.idf_weights.clear();
 }
 

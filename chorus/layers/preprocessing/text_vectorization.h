@@ -48,6 +48,7 @@ struct TextVectorizationOptions {
   std::optional<int64_t> output_sequence_length;
   bool pad_to_max_tokens = false;  // multi_hot/count/tf_idf: vectors of max_tokens entries
   std::vector<std::string> vocabulary;  // may start with "" and "[UNK]"; empty: adapt()
+  std::string vocabulary_file;          // or one token per line in this file (Keras's path)
   std::vector<float> idf_weights;       // tf_idf with a vocabulary: one per entry
   bool ragged = false;                  // int only: a RaggedTensor (Tree form) per batch
   std::string name;                     // empty: "text_vectorization", ...

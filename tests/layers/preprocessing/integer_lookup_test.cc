@@ -1,5 +1,7 @@
 #include "chorus/layers/preprocessing/integer_lookup.h"
 
+#include <fstream>
+
 #include "chorus/data/dataset.h"
 #include "chorus/layers/registry.h"
 #include "tests/layers/layer_conformance.h"
@@ -46,6 +48,16 @@ TEST(IntegerLookupTest, KnownVocabulary) {
   // int32 inputs work the same.
   expect_ints(layer(from_values<int32_t>({12, 1138, 42, 42, 1000, 36}, Shape{2, 3})), Shape{2, 3},
               {1, 3, 4, 4, 0, 2});
+}
+
+TEST(IntegerLookupTest, VocabularyFromAFileOfIntegers) {
+  const std::string path = ::testing::TempDir() + "/integer_lookup_vocabulary.txt";
+  std::ofstream(path) << "12\n36\n1138\n42\n";
+  IntegerLookup layer({.vocabulary_file = path});
+  expect_ints(layer(integer_docstring_data()), Shape{2, 3}, {1, 3, 4, 4, 0, 2});
+  std::ofstream(path) << "12\n11x\n";
+  EXPECT_THAT([&] { IntegerLookup({.vocabulary_file = path}); },
+              ThrowsMessage<ValueError>(HasSubstr(path + ":2: expected an integer token, found \"11x\"")));
 }
 
 TEST(IntegerLookupTest, AdaptedVocabulary) {

@@ -1,6 +1,7 @@
 #include "chorus/layers/preprocessing/string_lookup.h"
 
 #include <cmath>
+#include <fstream>
 
 #include "chorus/data/dataset.h"
 #include "chorus/layers/registry.h"
@@ -51,6 +52,24 @@ TEST(StringLookupTest, KnownVocabulary) {
   StringLookup layer({.vocabulary = kStringVocab});
   expect_ints(layer(string_docstring_data()), Shape{2, 3}, {1, 3, 4, 4, 0, 2});
   EXPECT_EQ(layer.vocabulary_size(), 5);
+}
+
+// Keras's `vocabulary` as a path: one token per line, only the line ends stripped.
+TEST(StringLookupTest, VocabularyFromAFileIsTheSameLookupAndIsSavedInTheConfig) {
+  const std::string path = ::testing::TempDir() + "/string_lookup_vocabulary.txt";
+  std::ofstream(path) << "a\nb\nc\nd\n";
+  StringLookup layer({.vocabulary_file = path});
+  expect_ints(layer(string_docstring_data()), Shape{2, 3}, {1, 3, 4, 4, 0, 2});
+  EXPECT_EQ(layer.get_config()["vocabulary"], nlohmann::json(std::vector<std::string>{"[UNK]", "a", "b", "c", "d"}));
+  std::ofstream(path) << "a \n b\n";  // spaces are part of the tokens
+  EXPECT_EQ(StringLookup({.vocabulary_file = path}).get_vocabulary(), (std::vector<std::string>{"[UNK]", "a ", " b"}));
+  EXPECT_THAT([] { StringLookup({.vocabulary_file = "/nonexistent/vocab.txt"}); },
+              ThrowsMessage<ValueError>(HasSubstr("StringLookup: vocabulary file /nonexistent/vocab.txt does not exist")));
+  EXPECT_THAT([&] { StringLookup({.vocabulary = kStringVocab, .vocabulary_file = path}); },
+              ThrowsMessage<ValueError>(HasSubstr("give a vocabulary or a vocabulary_file, not both")));
+  std::ofstream(path) << "a\nb\na\n";
+  EXPECT_THAT([&] { StringLookup({.vocabulary_file = path}); },
+              ThrowsMessage<ValueError>(HasSubstr("the vocabulary repeats tokens (they must be unique)")));
 }
 
 TEST(StringLookupTest, AdaptedVocabularyIsSortedByFrequencyThenByInverseOrder) {
