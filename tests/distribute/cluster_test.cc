@@ -69,7 +69,7 @@ TEST(ClusterTest, TfConfigTaskFieldsOfTheWrongType) {
   const std::string cluster = R"({"cluster": {"worker": ["a:1", "b:2"]}, )";
   EXPECT_THAT([&] { discover({{"TF_CONFIG", cluster + R"("task": 5})"}}); },
               ThrowsMessage<ValueError>(HasSubstr("TF_CONFIG: task must be an object, got 5")));
-  EXPECT_THAT([&] { discover({{"TF_CONFIG", cluster + R"("task": {"type": 1})"}}); },
+  EXPECT_THAT([&] { discover({{"TF_CONFIG", cluster + R"("task": {"type": 1}})"}}); },
               ThrowsMessage<ValueError>(HasSubstr("TF_CONFIG: task.type must be a string, got 1")));
   // get<int>() wrapped 2^32 + 1 to 1, a valid index.
   EXPECT_THAT([&] { discover({{"TF_CONFIG", cluster + R"("task": {"index": 4294967297}})"}}); },

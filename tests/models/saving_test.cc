@@ -235,7 +235,10 @@ TEST_F(DamagedCheckpointTest, FunctionalNodeIndicesAreChecked) {
   });
   EXPECT_THAT([&] { load_model(ckpt()); },
               ThrowsMessage<ValueError>(HasSubstr(config + ": config.nodes[2].inputs.ref[0]: index 7 but there are 2 nodes before it")));
-  edit_config([](nlohmann::json& c) { c["config"]["outputs"] = "dense_1"; });
+  edit_config([](nlohmann::json& c) {
+    c["config"]["nodes"][2]["inputs"]["ref"] = {1, 0};
+    c["config"]["outputs"] = "dense_1";
+  });
   EXPECT_THAT([&] { load_model(ckpt()); },
               ThrowsMessage<ValueError>(HasSubstr(config + ": config.outputs: expected a ref, a list or a dict, found \"dense_1\"")));
 }
