@@ -249,8 +249,8 @@ TEST_F(DamagedCheckpointTest, LayerConfigsCheckTypesAndRanges) {
   EXPECT_THAT([&] { load_model(ckpt()); },
               ThrowsMessage<ValueError>(HasSubstr(config + ": config.layers[1]: Dense.from_config: unexpected value for "
                                                            "'units': 10.7, expected an integer (layer 'dense')")));
-  // Found by fuzz/checkpoint_fuzzer: a config may not make the model allocate more bytes
-  // of weights than the weights file holds.
+  // A config may not make the model allocate more bytes of weights than the weights file
+  // holds (a fuzzer editing config.json would trip libFuzzer's malloc limit otherwise).
   const auto bytes = std::filesystem::file_size(ckpt() / "model.weights.safetensors");
   edit_config([](nlohmann::json& c) { c["config"]["layers"][1]["config"]["units"] = 3'000'000'000; });
   EXPECT_THAT([&] { load_model(ckpt()); },
@@ -261,6 +261,13 @@ TEST_F(DamagedCheckpointTest, LayerConfigsCheckTypesAndRanges) {
   edit_config([](nlohmann::json& c) { c["config"]["layers"][1]["config"]["units"] = -3; });
   EXPECT_THAT([&] { load_model(ckpt()); },
               ThrowsMessage<ValueError>(HasSubstr(config + ": config.layers[1]: Dense: expected units > 0. Received: units=-3")));
+  edit_config([](nlohmann::json& c) {
+    c["config"]["layers"][1]["config"]["units"] = 8;
+    c["config"]["layers"][0]["config"]["batch_shape"] = {nullptr, 4.5};
+  });
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<ValueError>(HasSubstr(config + ": config.layers[0]: InputLayer.from_config: unexpected value for "
+                                                           "'batch_shape': [null,4.5], expected [null, integers...]")));
 }
 
 TEST_F(DamagedCheckpointTest, ANegativeLearningRateIsRefused) {
