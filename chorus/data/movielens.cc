@@ -72,7 +72,11 @@ void parse_rating_line_slow(std::string_view text, const std::string& path, int6
 inline const char* read_digits(const char* p, const char* end, int max_digits, int64_t& value) {
   const char* start = p;
   value = 0;
-  while (p < end && static_cast<unsigned>(*p - '0') < 10u) value = value * 10 + (*p++ - '0');
+  // Digits past max_digits are skipped, not added: the field is refused anyway, and
+  // adding them could overflow value.
+  for (; p < end && static_cast<unsigned>(*p - '0') < 10u; ++p) {
+    if (p - start < max_digits) value = value * 10 + (*p - '0');
+  }
   return (p == start || p - start > max_digits) ? nullptr : p;
 }
 

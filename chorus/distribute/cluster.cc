@@ -44,7 +44,9 @@ std::pair<std::string, int> split_host_port(const std::string& address, const ch
   }
   std::string host = address.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return {host, parse_int(address.substr(colon + 1), what, 1)};
+  const int port = parse_int(address.substr(colon + 1), what, 1);
+  if (port > 65535) throw_error<ValueError>("{}: port {} is out of range [1, 65535] in \"{}\"", what, port, address);
+  return {host, port};
 }
 
 // TF_CONFIG: {"cluster": {"chief": [..]?, "worker": [..]}, "task": {"type", "index"}}.
@@ -75,21 +77,27 @@ ClusterSpec from_tf_config(const std::string& text) {
   const int chief_first = add_role("chief");
   const int worker_first = add_role("worker");
   if (spec.workers.empty()) throw ValueError("TF_CONFIG: cluster lists no \"chief\" or \"worker\" tasks");
-  const auto& task = config.value("task", nlohmann::json::object());
-  const std::string type = task.value("type", "worker");
+  const nlohmann::json task = config.contains("task") ? config["task"] : nlohmann::json::object();
+  if (!task.is_object()) throw_error<ValueError>("TF_CONFIG: task must be an object, got {}", task.dump());
+  const nlohmann::json type_json = task.contains("type") ? task["type"] : nlohmann::json("worker");
+  if (!type_json.is_string()) throw_error<ValueError>("TF_CONFIG: task.type must be a string, got {}", type_json.dump());
+  const std::string type = type_json.get<std::string>();
   if (type != "worker" && type != "chief") {
     throw_error<ValueError>("TF_CONFIG: task type \"{}\" does not train; expected \"worker\" or \"chief\"", type);
   }
-  const auto index_json = task.value("index", nlohmann::json(0));
+  const nlohmann::json index_json = task.contains("index") ? task["index"] : nlohmann::json(0);
   if (!index_json.is_number_integer()) throw ValueError("TF_CONFIG: task.index must be an integer");
-  const int index = index_json.get<int>();
+  // Compared as int64: get<int>() would wrap 4294967297 to a valid index 1.
+  const int64_t index = index_json.is_number_unsigned() && index_json.get<uint64_t>() > uint64_t{INT64_MAX}
+                            ? INT64_MAX
+                            : index_json.get<int64_t>();
   const int first = type == "chief" ? chief_first : worker_first;
   const int count = type == "chief" ? worker_first - chief_first : static_cast<int>(spec.workers.size()) - worker_first;
   if (index < 0 || index >= count) {
-    throw_error<ValueError>("TF_CONFIG: task {} index {} is out of range: cluster.{} has {} entries", type, index,
-                            type, count);
+    throw_error<ValueError>("TF_CONFIG: task {} index {} is out of range: cluster.{} has {} entries", type,
+                            index_json.dump(), type, count);
   }
-  spec.rank = first + index;
+  spec.rank = first + static_cast<int>(index);
   spec.world_size = static_cast<int>(spec.workers.size());
   std::tie(spec.master_addr, spec.master_port) = split_host_port(spec.workers[0], "TF_CONFIG cluster address");
   return spec;
@@ -159,7 +167,10 @@ ClusterSpec discover_cluster(const EnvLookup& getenv) {
     }
   }
   if (auto addr = lookup(getenv, "MASTER_ADDR")) spec.master_addr = *addr;
-  if (auto port = int_var(getenv, "MASTER_PORT", 1)) spec.master_port = *port;
+  if (auto port = int_var(getenv, "MASTER_PORT", 1)) {
+    if (*port > 65535) throw_error<ValueError>("MASTER_PORT: expected a port from 1 to 65535, got {}", *port);
+    spec.master_port = *port;
+  }
   if (auto job = lookup(getenv, "CHORUS_JOB_ID")) spec.job_id = *job;
   if (spec.multi_worker() && (spec.master_addr.empty() || spec.master_port == 0)) {
     throw_error<ValueError>(

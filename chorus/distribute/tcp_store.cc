@@ -1,8 +1,6 @@
-// The wire format, both directions little-endian:
-//   request: u8 op, u32 key count, (u32 length, bytes) per key, u32 length, data bytes
-//   reply:   u8 status (0 ok, 1 error), u32 length, bytes (a value or an error message)
-// A client sends one request at a time and reads its reply; the server answers get and
-// wait when their keys are set, so a blocked request costs nothing but its connection.
+// TcpStore's server and client; the messages are store_wire's. A client sends one request
+// at a time and reads its reply; the server answers get and wait when their keys are set,
+// so a blocked request costs nothing but its connection.
 #include "chorus/distribute/tcp_store.h"
 
 #include <fcntl.h>
@@ -22,68 +20,21 @@
 
 #include <fmt/format.h>
 
+#include "chorus/distribute/store_wire.h"
+
 namespace chorus::distribute {
+
+using store_wire::decode_reply;
+using store_wire::decode_request;
+using store_wire::encode_reply;
+using store_wire::encode_request;
+using store_wire::Reply;
+using store_wire::Request;
+using enum store_wire::Op;
+
 namespace {
 
-enum Op : uint8_t { kHello = 0, kSet = 1, kGet = 2, kWait = 3, kCheck = 4 };
 using Clock = std::chrono::steady_clock;
-
-void put_u32(std::vector<char>& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-uint32_t get_u32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-  return v;
-}
-void put_bytes(std::vector<char>& out, const char* data, size_t size) {
-  put_u32(out, static_cast<uint32_t>(size));
-  out.insert(out.end(), data, data + size);
-}
-
-struct Request {
-  uint8_t op = 0;
-  std::vector<std::string> keys;
-  std::vector<char> data;
-};
-
-std::vector<char> encode(uint8_t op, const std::vector<std::string>& keys, const std::vector<char>& data) {
-  std::vector<char> out{static_cast<char>(op)};
-  put_u32(out, static_cast<uint32_t>(keys.size()));
-  for (const auto& k : keys) put_bytes(out, k.data(), k.size());
-  put_bytes(out, data.data(), data.size());
-  return out;
-}
-
-// A whole request from the front of `in`, or nullopt if more bytes are needed.
-std::optional<Request> parse(std::vector<char>& in) {
-  size_t pos = 0;
-  auto need = [&](size_t n) { return in.size() >= pos + n; };
-  if (!need(5)) return std::nullopt;
-  Request r;
-  r.op = static_cast<uint8_t>(in[0]);
-  const uint32_t count = get_u32(&in[1]);
-  pos = 5;
-  for (uint32_t k = 0; k < count; ++k) {
-    if (!need(4)) return std::nullopt;
-    const uint32_t len = get_u32(&in[pos]);
-    if (!need(4 + len)) return std::nullopt;
-    r.keys.emplace_back(&in[pos + 4], len);
-    pos += 4 + len;
-  }
-  if (!need(4)) return std::nullopt;
-  const uint32_t len = get_u32(&in[pos]);
-  if (!need(4 + len)) return std::nullopt;
-  r.data.assign(in.begin() + static_cast<std::ptrdiff_t>(pos + 4), in.begin() + static_cast<std::ptrdiff_t>(pos + 4 + len));
-  in.erase(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(pos + 4 + len));
-  return r;
-}
-
-std::vector<char> reply(uint8_t status, const char* data, size_t size) {
-  std::vector<char> out{static_cast<char>(status)};
-  put_bytes(out, data, size);
-  return out;
-}
 
 bool write_all(int fd, const std::vector<char>& bytes) {
   size_t done = 0;
@@ -188,7 +139,7 @@ class TcpStore::Server {
       return;
     }
     c.in.insert(c.in.end(), buffer, buffer + n);
-    while (auto request = parse(c.in)) handle(c, std::move(*request));
+    while (auto request = decode_request(c.in)) handle(c, std::move(*request));
   }
 
   void send(Connection& c, const std::vector<char>& bytes) {
@@ -196,7 +147,7 @@ class TcpStore::Server {
   }
 
   void error(Connection& c, const std::string& message) {
-    send(c, reply(1, message.data(), message.size()));
+    send(c, encode_reply(1, message.data(), message.size()));
     c.closed = true;
   }
 
@@ -207,18 +158,18 @@ class TcpStore::Server {
         return error(c, fmt::format("this store serves job \"{}\", but the client belongs to job \"{}\"", job_id_, job));
       }
       c.greeted = true;
-      return send(c, reply(0, nullptr, 0));
+      return send(c, encode_reply(0, nullptr, 0));
     }
     if (!c.greeted) return error(c, "the client did not say which job it belongs to");
     if (r.op == kSet && r.keys.size() == 1) {
       values_[r.keys[0]] = std::move(r.data);
-      send(c, reply(0, nullptr, 0));
+      send(c, encode_reply(0, nullptr, 0));
       for (auto& other : connections_) answer_if_ready(other);
       return;
     }
     if (r.op == kCheck) {
       const bool all = std::all_of(r.keys.begin(), r.keys.end(), [&](const auto& k) { return values_.contains(k); });
-      return send(c, reply(0, all ? "1" : "0", 1));
+      return send(c, encode_reply(0, all ? "1" : "0", 1));
     }
     if ((r.op == kGet && r.keys.size() == 1) || r.op == kWait) {
       c.pending = std::move(r);
@@ -234,9 +185,9 @@ class TcpStore::Server {
     }
     if (c.pending->op == kGet) {
       const auto& value = values_.at(c.pending->keys[0]);
-      send(c, reply(0, value.data(), value.size()));
+      send(c, encode_reply(0, value.data(), value.size()));
     } else {
-      send(c, reply(0, nullptr, 0));
+      send(c, encode_reply(0, nullptr, 0));
     }
     c.pending.reset();
   }
@@ -300,14 +251,15 @@ std::vector<char> TcpStore::request(uint8_t op, const std::vector<std::string>& 
     return op == kHello ? std::string(what) : fmt::format("{}({})", what, names);
   };
   if (broken_) throw_error<StoreError>("rendezvous store at {}: {} after an earlier request failed", address_, describe());
-  if (!write_all(fd_, encode(op, keys, data))) {
+  if (!write_all(fd_, encode_request(op, keys, data))) {
     broken_ = true;
     throw_error<StoreError>("rendezvous store at {}: {}: the connection to rank 0 is closed", address_, describe());
   }
   const auto deadline = Clock::now() + timeout;
   std::vector<char> in;
+  std::optional<Reply> reply;
   for (;;) {
-    if (in.size() >= 5 && in.size() >= 5 + get_u32(&in[1])) break;
+    if ((reply = decode_reply(in))) break;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     pollfd pfd{fd_, POLLIN, 0};
     if (left <= 0 || ::poll(&pfd, 1, static_cast<int>(std::max<int64_t>(left, 1))) == 0) {
@@ -323,13 +275,12 @@ std::vector<char> TcpStore::request(uint8_t op, const std::vector<std::string>& 
     }
     in.insert(in.end(), buffer, buffer + n);
   }
-  const uint32_t len = get_u32(&in[1]);
-  std::vector<char> payload(in.begin() + 5, in.begin() + 5 + len);
-  if (in[0] != 0) {
+  if (reply->status != 0) {
     broken_ = true;
-    throw_error<StoreError>("rendezvous store at {}: {}: {}", address_, describe(), std::string(payload.begin(), payload.end()));
+    throw_error<StoreError>("rendezvous store at {}: {}: {}", address_, describe(),
+                            std::string(reply->payload.begin(), reply->payload.end()));
   }
-  return payload;
+  return std::move(reply->payload);
 }
 
 void TcpStore::set(const std::string& key, const std::vector<char>& data) { set(key, data, options_.timeout); }

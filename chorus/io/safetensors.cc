@@ -182,23 +182,35 @@ struct Header {
 Header parse_header(const fs::path& path, const std::string& text) {
   if (text.empty() || text[0] != '{') corrupt(path, "the header does not start with '{{' (not a safetensors file?)");
   Header header;
-  std::vector<std::set<std::string>> open_objects;  // the keys seen in each open object
+  struct OpenObject {
+    std::set<std::string> keys;  // the keys seen so far
+    std::string last;            // the latest, naming where an error is
+  };
+  std::vector<OpenObject> open_objects;
   std::string duplicate;
   auto on_event = [&](int depth, json::parse_event_t event, json& value) {
     if (event == json::parse_event_t::object_start) open_objects.emplace_back();
     if (event == json::parse_event_t::object_end) open_objects.pop_back();
     if (event == json::parse_event_t::key) {
       const auto& key = value.get_ref<const std::string&>();
-      if (!open_objects.back().insert(key).second && duplicate.empty()) duplicate = key;
+      if (!open_objects.back().keys.insert(key).second && duplicate.empty()) duplicate = key;
+      open_objects.back().last = key;
       if (depth == 1) header.keys.push_back(key);
     }
     return true;
   };
   try {
     header.object = json::parse(text, on_event);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // A syntax error (parse_error) or a number too large for a double (out_of_range.406,
+    // which names no position: the key being read says where).
     const std::string_view what = e.what();  // "[json.exception.parse_error.101] parse error at ..."
-    corrupt(path, "the header is not valid JSON: {}", what.substr(what.find(']') + 2));
+    std::string field;
+    for (const OpenObject& object : open_objects) {
+      field += (field.empty() ? "" : ".") + json(object.last).dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+    corrupt(path, "the header is not valid JSON: {}{}", what.substr(what.find(']') + 2),
+            field.empty() ? "" : " (in " + field + ")");
   }
   if (!duplicate.empty()) corrupt(path, "the header has the key \"{}\" twice", duplicate);
   return header;

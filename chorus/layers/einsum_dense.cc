@@ -219,7 +219,13 @@ std::shared_ptr<EinsumDense> EinsumDense::from_config(const nlohmann::json& conf
   if (auto it = config.find("output_shape"); it != config.end() && it->is_number_integer()) {
     output_shape.push_back(it->get<int64_t>());  // Keras accepts an int for one dim
   } else if (it != config.end() && it->is_array()) {
-    for (const auto& d : *it) output_shape.push_back(d.is_null() ? -1 : d.get<int64_t>());
+    for (const auto& d : *it) {
+      if (!d.is_null() && !detail::config_type_matches<int64_t>(d)) {
+        throw_error<ValueError>("EinsumDense.from_config: unexpected value for 'output_shape': {}, expected integers or null",
+                                it->dump());
+      }
+      output_shape.push_back(d.is_null() ? -1 : d.get<int64_t>());
+    }
   } else {
     throw_error<ValueError>("EinsumDense.from_config: expected 'output_shape' (an int or a list) in {}", config.dump());
   }

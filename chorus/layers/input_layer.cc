@@ -1,6 +1,9 @@
 #include "chorus/layers/input_layer.h"
 
+#include <algorithm>
+
 #include "chorus/core/error.h"
+#include "chorus/layers/layer_util.h"
 #include "chorus/layers/node.h"
 
 namespace chorus::layers {
@@ -33,6 +36,14 @@ nlohmann::json InputLayer::get_config() const {
 std::shared_ptr<Layer> InputLayer::from_config(const nlohmann::json& config) {
   std::vector<int64_t> dims;
   const auto& batch_shape = config.at("batch_shape");
+  // The batch dimension (first) is None; the others must be whole numbers, not 4.5.
+  const bool ok = batch_shape.is_array() && !batch_shape.empty() &&
+                  std::all_of(batch_shape.begin() + 1, batch_shape.end(),
+                              [](const nlohmann::json& d) { return detail::config_type_matches<int64_t>(d); });
+  if (!ok) {
+    throw_error<ValueError>("InputLayer.from_config: unexpected value for 'batch_shape': {}, expected [null, integers...]",
+                            batch_shape.dump());
+  }
   for (size_t i = 1; i < batch_shape.size(); ++i) dims.push_back(batch_shape[i].get<int64_t>());
   return std::make_shared<InputLayer>(Shape(dims), dtype_from_name(config.at("dtype").get<std::string>()),
                                       config.at("name").get<std::string>());

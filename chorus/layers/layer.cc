@@ -8,6 +8,7 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/core/error.h"
 #include "chorus/layers/node.h"
+#include "chorus/layers/weight_budget.h"
 
 namespace chorus::layers {
 namespace {
@@ -172,6 +173,7 @@ std::shared_ptr<Layer> Layer::move_to_heap() && {
 
 Variable Layer::add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
                            bool trainable, DType dtype) {
+  WeightBudget::charge(path_ + "/" + name, shape, dtype);
   Variable variable(path_ + "/" + name, initializer(shape, dtype), trainable);
   own_weights_.push_back(variable);
   return variable;

@@ -369,7 +369,9 @@ std::shared_ptr<MultiHeadAttention> MultiHeadAttention::from_config(const nlohma
   if (config.contains("bias_initializer")) {
     options.bias_initializer = Initializer::from_config(config["bias_initializer"]);
   }
-  if (auto it = config.find("seed"); it != config.end() && !it->is_null()) options.seed = it->get<uint64_t>();
+  if (auto it = config.find("seed"); it != config.end() && !it->is_null()) {
+    options.seed = detail::config_value<uint64_t>(config, kClass, "seed", 0);
+  }
   options.name = detail::config_name(config);
   auto layer = std::make_shared<MultiHeadAttention>(detail::config_value<int64_t>(config, kClass, "num_heads", 0),
                                                     detail::config_value<int64_t>(config, kClass, "key_dim", 0),

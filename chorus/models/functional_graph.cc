@@ -6,7 +6,10 @@
 // {"ref": [node index, output index]}, a dict an object, a list an array.
 // GCC 12 at -O3 reports a false maybe-uninitialized inside std::variant's map/vector
 // alternatives when Trees are built in recursive lambdas; the values are initialised.
+// (Clang has no such warning and would warn about the unknown name.)
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "chorus/models/functional_graph.h"
 
@@ -14,6 +17,7 @@
 #include <unordered_map>
 
 #include "chorus/core/error.h"
+#include "chorus/core/error_context.h"
 #include "chorus/layers/registry.h"
 
 namespace chorus::models {
@@ -136,38 +140,94 @@ nlohmann::json FunctionalGraph::get_config() const {
           {"outputs", refs(outputs_, refs)}};
 }
 
-std::pair<Tree, Tree> FunctionalGraph::symbolic_from_config(const nlohmann::json& config) {
-  std::vector<std::shared_ptr<layers::Layer>> made;
-  for (const auto& layer_config : config.at("layers")) made.push_back(layers::layer_from_config(layer_config));
-  std::vector<Tree> node_outputs;
-  auto resolve = [&](const nlohmann::json& j, auto&& self) -> Tree {
-    if (j.is_object() && j.contains("ref")) {
-      size_t node = j["ref"][0].get<size_t>(), index = j["ref"][1].get<size_t>();
-      if (node >= node_outputs.size()) throw_error<ValueError>("functional config: node {} is used before it is defined", node);
-      return Tree(node_outputs[node].flatten().at(index));
+namespace {
+
+// Deeper REFS than this are refused rather than recursed into: a saved graph nests a few
+// levels, and a hostile config.json must not exhaust the stack.
+constexpr int kMaxRefsDepth = 64;
+
+// config[key] as an array, or a ValueError naming "config.<key>".
+const nlohmann::json& graph_config_array(const nlohmann::json& config, const char* key) {
+  const auto it = config.find(key);
+  if (it == config.end()) throw_error<ValueError>("config.{}: missing", key);
+  if (!it->is_array()) throw_error<ValueError>("config.{}: expected a list, found {}", key, it->type_name());
+  return *it;
+}
+
+// An index field of a config ("config.nodes[3].layer"): a non-negative integer below
+// `bound` (`what` names the list it indexes).
+size_t graph_config_index(const nlohmann::json& value, const std::string& field, size_t bound, const char* what) {
+  if (!value.is_number_integer()) throw_error<ValueError>("{}: expected an index, found {}", field, value.dump());
+  if (value.is_number_unsigned() && value.get<uint64_t>() < bound) return value.get<size_t>();
+  throw_error<ValueError>("{}: index {} but there are {} {}", field, value.dump(), bound, what);
+}
+
+// The Tree that a REFS value (see the top of this file) names among the outputs of the
+// nodes made so far. `field` names `j` in errors.
+Tree resolve_graph_refs(const nlohmann::json& j, const std::vector<Tree>& node_outputs, const std::string& field,
+                        int depth = 0) {
+  if (depth > kMaxRefsDepth) throw_error<ValueError>("{}: nested deeper than {} levels", field, kMaxRefsDepth);
+  if (j.is_object() && j.contains("ref")) {
+    const nlohmann::json& ref = j["ref"];
+    if (!ref.is_array() || ref.size() != 2) {
+      throw_error<ValueError>("{}.ref: expected [node index, output index], found {}", field, ref.dump());
     }
-    if (j.is_object()) {
-      Tree::Dict d;
-      for (const auto& [k, v] : j.items()) d[k] = self(v, self);
-      return Tree(d);
-    }
-    Tree::List l;
-    for (const auto& v : j) l.push_back(self(v, self));
-    return Tree(l);
-  };
-  for (const auto& node : config.at("nodes")) {
-    auto& layer = made.at(node.at("layer").get<size_t>());
-    if (node.at("inputs").is_null()) {
-      auto* input = dynamic_cast<layers::InputLayer*>(layer.get());
-      if (!input) throw_error<ValueError>("functional config: node without inputs must be an InputLayer");
-      node_outputs.push_back(Tree(layers::Input(input->shape(), input->dtype(), input->name())));
-    } else {
-      // Calling through a shared_ptr copy keeps the layer alive in the node.
-      Tree out = layers::call_shared(layer, resolve(node.at("inputs"), resolve));
-      node_outputs.push_back(out);
-    }
+    const size_t node = graph_config_index(ref[0], field + ".ref[0]", node_outputs.size(), "nodes before it");
+    const std::vector<Tensor> outputs = node_outputs[node].flatten();
+    return Tree(outputs[graph_config_index(ref[1], field + ".ref[1]", outputs.size(), "outputs of that node")]);
   }
-  return {resolve(config.at("inputs"), resolve), resolve(config.at("outputs"), resolve)};
+  if (j.is_object()) {
+    Tree::Dict d;
+    for (const auto& [k, v] : j.items()) d[k] = resolve_graph_refs(v, node_outputs, field + "." + k, depth + 1);
+    return Tree(d);
+  }
+  if (!j.is_array()) throw_error<ValueError>("{}: expected a ref, a list or a dict, found {}", field, j.dump());
+  Tree::List l;
+  for (size_t i = 0; i < j.size(); ++i) {
+    l.push_back(resolve_graph_refs(j[i], node_outputs, fmt::format("{}[{}]", field, i), depth + 1));
+  }
+  return Tree(l);
+}
+
+// The outputs of node `index` of the config, calling its layer on the nodes before it.
+Tree make_graph_node(const nlohmann::json& node, size_t index, const std::vector<std::shared_ptr<layers::Layer>>& made,
+                     const std::vector<Tree>& node_outputs) {
+  const std::string field = fmt::format("config.nodes[{}]", index);
+  if (!node.is_object() || !node.contains("layer") || !node.contains("inputs")) {
+    throw_error<ValueError>("{}: expected {{\"layer\": index, \"inputs\": refs}}, found {}", field, node.dump());
+  }
+  const auto& layer = made[graph_config_index(node["layer"], field + ".layer", made.size(), "layers")];
+  if (node["inputs"].is_null()) {
+    auto* input = dynamic_cast<layers::InputLayer*>(layer.get());
+    if (!input) {
+      throw_error<ValueError>("{}: a node without inputs must be an InputLayer, found {} '{}'", field,
+                              layer->class_name(), layer->name());
+    }
+    return Tree(layers::Input(input->shape(), input->dtype(), input->name()));
+  }
+  Tree inputs = resolve_graph_refs(node["inputs"], node_outputs, field + ".inputs");
+  // Calling through a shared_ptr copy keeps the layer alive in the node.
+  return with_error_context(field, [&] { return layers::call_shared(layer, inputs); });
+}
+
+}  // namespace
+
+std::pair<Tree, Tree> FunctionalGraph::symbolic_from_config(const nlohmann::json& config) {
+  if (!config.is_object()) throw_error<ValueError>("config: expected an object, found {}", config.type_name());
+  const nlohmann::json& layers_json = graph_config_array(config, "layers");
+  std::vector<std::shared_ptr<layers::Layer>> made;
+  for (size_t i = 0; i < layers_json.size(); ++i) {
+    made.push_back(with_error_context(fmt::format("config.layers[{}]", i),
+                                      [&] { return layers::layer_from_config(layers_json[i]); }));
+  }
+  const nlohmann::json& nodes_json = graph_config_array(config, "nodes");
+  std::vector<Tree> node_outputs;
+  for (size_t i = 0; i < nodes_json.size(); ++i) node_outputs.push_back(make_graph_node(nodes_json[i], i, made, node_outputs));
+  for (const char* key : {"inputs", "outputs"}) {
+    if (!config.contains(key)) throw_error<ValueError>("config.{}: missing", key);
+  }
+  return {resolve_graph_refs(config["inputs"], node_outputs, "config.inputs"),
+          resolve_graph_refs(config["outputs"], node_outputs, "config.outputs")};
 }
 
 }  // namespace chorus::models

@@ -275,9 +275,26 @@ class Model : public layers::Layer {
   std::optional<FitState> resume_;
 };
 
+struct LoadModelOptions {
+  // Whether to restore how the model was compiled (Keras's load_model(compile=True)):
+  // its optimizer, loss and metrics from config.json's compile_config, and the optimizer's
+  // iterations and slots from optimizer.safetensors. false restores the architecture and
+  // weights alone and returns an uncompiled model; neither is read, so weights can still
+  // be recovered from a checkpoint whose optimizer file was lost. Default true.
+  bool compile = true;
+};
+
 // Rebuilds a model saved by Model::save (functional and Sequential models; a subclassed
 // model cannot be rebuilt from its config — build it in code and call load_weights).
-// Restores weights and, when it was compiled, the compile settings and optimizer state.
-std::unique_ptr<Model> load_model(const std::filesystem::path& path);
+// Restores weights and, when it was compiled and options.compile is set, the compile
+// settings and optimizer state. Refuses an incomplete or invalid directory rather than
+// load part of it: throws IOError naming the file when state.json is missing, not JSON,
+// not of format "chorus.model" or of a version this build does not read (saying which
+// it found and which it reads); when config.json or a weights file is missing or
+// malformed (naming the field: "config.nodes[3].layer: index 99 but there are 4
+// layers"); or when state.json says the optimizer's state was saved but
+// optimizer.safetensors is missing. Errors from rebuilding layers, the optimizer, the
+// loss or metrics keep their class and get the file's name in front.
+std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadModelOptions& options = {});
 
 }  // namespace chorus::models

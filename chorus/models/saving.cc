@@ -3,15 +3,20 @@
 //   config.json                {"class_name", "config", "compile_config"?}
 //   model.weights.safetensors  every weight, keyed by its path ("dense_1/kernel")
 //   optimizer.safetensors      the optimizer's iterations and slots (when built)
-//   state.json                 {"format": "chorus.model", "version": 1}
+//   state.json                 {"format": "chorus.model", "version": 1, "optimizer": bool}
+//                              ("optimizer": whether optimizer.safetensors was written;
+//                              absent in checkpoints saved before it was recorded)
 // Loading never runs anything from the files: configs name layer classes that must be
 // registered (layers/registry.h).
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "chorus/core/error.h"
+#include "chorus/core/error_context.h"
 #include "chorus/io/atomic_file.h"
 #include "chorus/io/safetensors.h"
+#include "chorus/layers/weight_budget.h"
 #include "chorus/models/functional_graph.h"
 #include "chorus/models/model.h"
 
@@ -27,6 +32,9 @@ namespace {
 
 constexpr const char* kWeightsFile = "model.weights.safetensors";
 constexpr const char* kOptimizerFile = "optimizer.safetensors";
+constexpr const char* kStateFile = "state.json";
+constexpr const char* kModelFormat = "chorus.model";
+constexpr int kModelVersion = 1;  // the state.json version this build writes and reads
 
 io::NamedTensors named(const std::vector<Variable>& variables) {
   io::NamedTensors out;
@@ -71,6 +79,45 @@ nlohmann::json read_json(const fs::path& path) {
   } catch (const nlohmann::json::exception& e) {
     throw_error<IOError>("{}: not valid JSON: {}", path.string(), e.what());
   }
+}
+
+// state.json's content.
+nlohmann::json saved_state(bool optimizer_saved) {
+  return {{"format", kModelFormat}, {"version", kModelVersion}, {"optimizer", optimizer_saved}};
+}
+
+// What state.json says about a saved model.
+struct SavedState {
+  std::optional<bool> optimizer_saved;  // nullopt: not recorded (an older checkpoint)
+};
+
+// Reads and checks `dir`/state.json. Throws IOError naming the file and the field.
+SavedState read_saved_state(const fs::path& dir) {
+  const fs::path path = dir / kStateFile;
+  if (!fs::exists(path)) {
+    throw_error<IOError>("load_model: {} is missing: {} is not a complete saved model (was the save interrupted?)",
+                         path.string(), dir.string());
+  }
+  const nlohmann::json state = read_json(path);
+  const auto field = [&](const char* key) {
+    return state.is_object() && state.contains(key) ? state[key] : nlohmann::json();
+  };
+  if (const nlohmann::json format = field("format"); format != kModelFormat) {
+    throw_error<IOError>("load_model: {}: expected \"format\": \"{}\", found {}", path.string(), kModelFormat,
+                         state.is_object() ? format.dump() : state.dump());
+  }
+  if (const nlohmann::json version = field("version"); version != kModelVersion) {
+    throw_error<IOError>("load_model: {}: version {} is not supported: this build of chorus reads version {}",
+                         path.string(), version.dump(), kModelVersion);
+  }
+  SavedState saved;
+  if (const nlohmann::json optimizer = field("optimizer"); optimizer.is_boolean()) {
+    saved.optimizer_saved = optimizer.get<bool>();
+  } else if (!optimizer.is_null()) {
+    throw_error<IOError>("load_model: {}: \"optimizer\": expected true or false, found {}", path.string(),
+                         optimizer.dump());
+  }
+  return saved;
 }
 
 void write_json(const fs::path& path, const nlohmann::json& json) { io::write_file_atomically(path, json.dump(2) + "\n"); }
@@ -129,41 +176,105 @@ void Model::save_files(const fs::path& path) const {
   if (compiled() && optimizer_->built()) {
     io::save_safetensors(dir.staging() / kOptimizerFile, named(optimizer_->variables()), {{"format", "chorus.optimizer"}});
   }
-  write_json(dir.staging() / "state.json", {{"format", "chorus.model"}, {"version", 1}});
+  write_json(dir.staging() / kStateFile, saved_state(compiled() && optimizer_->built()));
   dir.commit();
 }
 
-std::unique_ptr<Model> load_model(const fs::path& path) {
-  if (!fs::is_directory(path)) throw_error<IOError>("load_model: {} is not a saved model directory", path.string());
-  nlohmann::json config = read_json(path / "config.json");
-  std::string class_name = config.value("class_name", "");
-  std::unique_ptr<Model> model;
-  try {
-    if (class_name == "Functional") {
-      auto [inputs, outputs] = FunctionalGraph::symbolic_from_config(config.at("config"));
-      model = std::make_unique<Model>(inputs, outputs, config.at("config").at("name").get<std::string>());
-    } else if (class_name == "Sequential") {
-      model = Sequential::from_config(config.at("config"));
-    } else {
-      throw_error<ValueError>(
-          "load_model: {} holds a model of class '{}', which cannot be rebuilt from its config; build it in code "
-          "and call load_weights",
-          path.string(), class_name);
+namespace {
+
+// The model that config.json's "class_name" and "config" describe, uncompiled. `file`
+// prefixes errors.
+std::unique_ptr<Model> model_from_config(const nlohmann::json& config, const fs::path& file) {
+  if (!config.is_object()) {
+    throw_error<IOError>("load_model: {}: expected an object with \"class_name\" and \"config\", found {}",
+                         file.string(), config.type_name());
+  }
+  const nlohmann::json class_name = config.contains("class_name") ? config["class_name"] : nlohmann::json();
+  if (!class_name.is_string()) {
+    throw_error<IOError>("load_model: {}: class_name: expected a string, found {}", file.string(), class_name.dump());
+  }
+  if (class_name != "Functional" && class_name != "Sequential") {
+    throw_error<ValueError>(
+        "load_model: {} holds a model of class '{}', which cannot be rebuilt from its config; build it in code "
+        "and call load_weights",
+        file.parent_path().string(), class_name.get<std::string>());
+  }
+  const nlohmann::json model_config = config.contains("config") ? config["config"] : nlohmann::json();
+  return with_error_context("load_model: " + file.string(), [&]() -> std::unique_ptr<Model> {
+    if (class_name == "Sequential") return Sequential::from_config(model_config);
+    auto [inputs, outputs] = FunctionalGraph::symbolic_from_config(model_config);
+    const auto name = model_config.find("name");
+    if (name == model_config.end() || !name->is_string()) {
+      throw_error<ValueError>("config.name: expected a string, found {}",
+                              name == model_config.end() ? std::string("nothing") : name->dump());
     }
-  } catch (const nlohmann::json::exception& e) {
-    throw_error<IOError>("load_model: {}/config.json: malformed config: {}", path.string(), e.what());
+    return std::make_unique<Model>(inputs, outputs, name->get<std::string>());
+  });
+}
+
+// Compiles `model` as config.json's "compile_config" says. `file` prefixes errors.
+void compile_from_config(Model& model, const nlohmann::json& cc, const fs::path& file) {
+  with_error_context("load_model: " + file.string(), [&] {
+    if (!cc.is_object()) throw_error<ValueError>("compile_config: expected an object, found {}", cc.type_name());
+    if (!cc.contains("optimizer")) throw_error<ValueError>("compile_config.optimizer: missing");
+    CompileOptions options;
+    options.optimizer = with_error_context("compile_config.optimizer",
+                                           [&] { return optimizers::Optimizer::from_config(cc["optimizer"]); });
+    if (cc.contains("loss") && !cc["loss"].is_null()) {
+      options.loss = with_error_context("compile_config.loss", [&] { return losses::Loss::from_config(cc["loss"]); });
+    }
+    const nlohmann::json metrics = cc.contains("metrics") ? cc["metrics"] : nlohmann::json::array();
+    if (!metrics.is_array()) throw_error<ValueError>("compile_config.metrics: expected a list, found {}", metrics.dump());
+    for (size_t i = 0; i < metrics.size(); ++i) {
+      options.metrics.push_back(with_error_context(fmt::format("compile_config.metrics[{}]", i),
+                                                   [&] { return metrics::Metric::from_config(metrics[i]); }));
+    }
+    model.compile(std::move(options));
+  });
+}
+
+// Restores the optimizer's iterations and slots from `dir`/optimizer.safetensors, which
+// must exist when state.json says it was written.
+void load_saved_optimizer_state(Model& model, const fs::path& dir, const SavedState& state) {
+  const fs::path file = dir / kOptimizerFile;
+  const bool exists = fs::exists(file);
+  if (state.optimizer_saved == true && !exists) {
+    throw_error<IOError>(
+        "load_model: {} is missing, but {} says the optimizer's state was saved; load with "
+        "LoadModelOptions{{.compile = false}} to restore the weights alone",
+        file.string(), (dir / kStateFile).string());
+  }
+  if (!exists || state.optimizer_saved == false) return;
+  model.load_optimizer_state(file);
+}
+
+}  // namespace
+
+std::unique_ptr<Model> load_model(const fs::path& path, const LoadModelOptions& options) {
+  if (!fs::is_directory(path)) throw_error<IOError>("load_model: {} is not a saved model directory", path.string());
+  const SavedState state = read_saved_state(path);
+  const fs::path config_file = path / "config.json";
+  const nlohmann::json config = read_json(config_file);
+  const fs::path weights_file = path / kWeightsFile;
+  if (!fs::is_regular_file(weights_file)) {
+    throw_error<IOError>("load_model: {} is missing: {} is not a complete saved model", weights_file.string(),
+                         path.string());
+  }
+  std::unique_ptr<Model> model;
+  {
+    // The file holds every weight, so a config that asks for more bytes is refused
+    // before they are allocated.
+    const auto bytes = static_cast<int64_t>(fs::file_size(weights_file));
+    layers::WeightBudget budget(bytes, fmt::format("{} holds {} bytes", weights_file.string(), bytes));
+    model = model_from_config(config, config_file);
   }
   if (!model->built()) {
     throw_error<ValueError>("load_model: {}: the model has no input shape, so its weights cannot be created", path.string());
   }
-  model->load_weights(path / kWeightsFile);
-  if (config.contains("compile_config")) {
-    const auto& cc = config["compile_config"];
-    CompileOptions options{.optimizer = optimizers::Optimizer::from_config(cc.at("optimizer"))};
-    if (!cc.at("loss").is_null()) options.loss = losses::Loss::from_config(cc["loss"]);
-    for (const auto& m : cc.at("metrics")) options.metrics.push_back(metrics::Metric::from_config(m));
-    model->compile(std::move(options));
-    if (fs::exists(path / kOptimizerFile)) model->load_optimizer_state(path / kOptimizerFile);
+  model->load_weights(weights_file);
+  if (options.compile && config.contains("compile_config")) {
+    compile_from_config(*model, config["compile_config"], config_file);
+    load_saved_optimizer_state(*model, path, state);
   }
   return model;
 }

@@ -1,6 +1,7 @@
 #include "chorus/models/sequential.h"
 
 #include "chorus/core/error.h"
+#include "chorus/core/error_context.h"
 #include "chorus/layers/registry.h"
 
 namespace chorus::models {
@@ -50,8 +51,20 @@ nlohmann::json Sequential::get_config() const {
 }
 
 std::unique_ptr<Sequential> Sequential::from_config(const nlohmann::json& config) {
-  auto model = std::make_unique<Sequential>(std::vector<Shared<layers::Layer>>{}, config.at("name").get<std::string>());
-  for (const auto& layer_config : config.at("layers")) model->add(layers::layer_from_config(layer_config));
+  if (!config.is_object()) throw_error<ValueError>("config: expected an object, found {}", config.type_name());
+  const auto name = config.find("name");
+  if (name != config.end() && !name->is_string()) throw_error<ValueError>("config.name: expected a string, found {}", name->dump());
+  const auto layers_json = config.find("layers");
+  if (layers_json == config.end() || !layers_json->is_array()) {
+    throw_error<ValueError>("config.layers: expected a list of layer configs, found {}",
+                            layers_json == config.end() ? std::string("nothing") : layers_json->dump());
+  }
+  auto model = std::make_unique<Sequential>(std::vector<Shared<layers::Layer>>{},
+                                            name == config.end() ? std::string() : name->get<std::string>());
+  for (size_t i = 0; i < layers_json->size(); ++i) {
+    with_error_context(fmt::format("config.layers[{}]", i),
+                       [&] { model->add(layers::layer_from_config((*layers_json)[i])); });
+  }
   return model;
 }
 

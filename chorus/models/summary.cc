@@ -1,6 +1,8 @@
 // Model::summary: Keras 3's table, drawn with the same box characters.
 // GCC 12 at -O3 reports a false -Wrestrict in std::string concatenation (GCC bug 105329).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wrestrict"
+#endif
 #include <iostream>
 #include <sstream>
 

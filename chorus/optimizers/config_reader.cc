@@ -85,7 +85,13 @@ std::vector<double> ConfigReader::numbers(const std::string& key) {
 LearningRate ConfigReader::learning_rate(const std::string& key, double fallback) {
   if (!has(key)) return fallback;
   const json& value = get(key);
-  if (value.is_number()) return value.get<double>();
+  if (value.is_number()) {
+    // A negative rate would climb the loss; Keras's optimizers refuse it too.
+    if (value.get<double>() < 0) {
+      throw_error<ValueError>("{}: config key '{}': expected a learning rate >= 0, got {}", owner_, key, value.dump());
+    }
+    return value.get<double>();
+  }
   if (value.is_object()) return schedules::schedule_from_config(value);
   wrong_type(key, "a number or a schedule config");
 }

@@ -36,7 +36,7 @@ class ConfigReader {
   std::optional<double> optional_number(const std::string& key);
   // A list of numbers; absent gives an empty list.
   std::vector<double> numbers(const std::string& key);
-  // A number (a constant rate) or a schedule's {"class_name", "config"}.
+  // A number >= 0 (a constant rate) or a schedule's {"class_name", "config"}.
   LearningRate learning_rate(const std::string& key, double fallback);
   // The raw value (marks the key read). REQUIRES: has(key).
   const nlohmann::json& raw(const std::string& key);

@@ -9,8 +9,13 @@
 // No fused multiply-add contraction (GCC contracts a * b + c by default in C++ once -mfma
 // is on): every ISA then rounds each operation alike, and replicas or workers on
 // different CPUs apply the same all-reduced gradient to bit-identical weights. First in
-// the file, so every inline function included below gets the same options.
+// the file, so every inline function included below gets the same options. (Clang
+// contracts within an expression by default and takes its own pragma.)
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#else
 #pragma GCC optimize("fp-contract=off")
+#endif
 
 #include <cstdint>
 

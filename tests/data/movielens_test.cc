@@ -60,6 +60,19 @@ TEST_F(MovielensTest, LongIdsTakeTheSlowPathButParse) {
   EXPECT_EQ(columns["movie_id"].tensor().to_vector<int>(), (std::vector<int>{1}));
 }
 
+// Found by fuzz/movielens_fuzzer: the fast path multiplied every digit of a long field
+// into an int64 before refusing it, a signed overflow (scripts/sanitize reports it).
+TEST_F(MovielensTest, AFieldOfManyDigitsIsAnErrorWithoutOverflow) {
+  const std::string digits(60, '9');
+  write("u.data", "1\t10\t4\t" + digits + "\n");
+  EXPECT_THAT([&] { load_ratings(dir()); },
+              ThrowsMessage<IOError>(HasSubstr("u.data:1: timestamp: expected an integer from 0 to 9223372036854775807, found '" +
+                                               digits + "'")));
+  write("u.data", digits + "\t10\t4\t1\n");
+  EXPECT_THAT([&] { load_ratings(dir()); },
+              ThrowsMessage<IOError>(HasSubstr("u.data:1: user_id: expected an integer from 0 to 2147483647, found '" + digits + "'")));
+}
+
 TEST_F(MovielensTest, MalformedRatingLinesNameFileAndLine) {
   std::string good;
   for (int i = 0; i < 5120; ++i) good += "1\t2\t3\t4\n";

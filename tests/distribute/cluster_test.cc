@@ -64,6 +64,27 @@ TEST(ClusterTest, TfConfigErrors) {
               ThrowsMessage<ValueError>(HasSubstr("expected \"host:port\", got \"nohost\"")));
 }
 
+// Found by fuzz/cluster_fuzzer: a task that is not an object escaped as json's type_error.
+TEST(ClusterTest, TfConfigTaskFieldsOfTheWrongType) {
+  const std::string cluster = R"({"cluster": {"worker": ["a:1", "b:2"]}, )";
+  EXPECT_THAT([&] { discover({{"TF_CONFIG", cluster + R"("task": 5})"}}); },
+              ThrowsMessage<ValueError>(HasSubstr("TF_CONFIG: task must be an object, got 5")));
+  EXPECT_THAT([&] { discover({{"TF_CONFIG", cluster + R"("task": {"type": 1}})"}}); },
+              ThrowsMessage<ValueError>(HasSubstr("TF_CONFIG: task.type must be a string, got 1")));
+  // get<int>() wrapped 2^32 + 1 to 1, a valid index.
+  EXPECT_THAT([&] { discover({{"TF_CONFIG", cluster + R"("task": {"index": 4294967297}})"}}); },
+              ThrowsMessage<ValueError>(HasSubstr("TF_CONFIG: task worker index 4294967297 is out of range: cluster.worker has 2 entries")));
+  EXPECT_THAT([&] { discover({{"TF_CONFIG", cluster + R"("task": {"index": 18446744073709551615}})"}}); },
+              ThrowsMessage<ValueError>(HasSubstr("index 18446744073709551615 is out of range")));
+}
+
+TEST(ClusterTest, PortsAbove65535AreRefused) {
+  EXPECT_THAT([] { discover({{"TF_CONFIG", R"({"cluster": {"worker": ["a:70000"]}})"}}); },
+              ThrowsMessage<ValueError>(HasSubstr("TF_CONFIG cluster address: port 70000 is out of range [1, 65535] in \"a:70000\"")));
+  EXPECT_THAT([] { discover({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "65536"}}); },
+              ThrowsMessage<ValueError>(HasSubstr("MASTER_PORT: expected a port from 1 to 65535, got 65536")));
+}
+
 TEST(ClusterTest, Torchrun) {
   ClusterSpec spec = discover({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
                                {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}, {"TORCHELASTIC_RUN_ID", "job7"}});

@@ -289,6 +289,15 @@ TEST_F(SafetensorsTest, HeaderThatIsNotJson) {
               HasSubstr(named("the header has the key \"w\" twice")));
 }
 
+// Found by fuzz/safetensors_fuzzer: json reports a number too large for a double as
+// out_of_range, not parse_error, and it escaped the reader.
+TEST_F(SafetensorsTest, HeaderNumberTooLargeForADoubleIsAnIOErrorNamingTheField) {
+  EXPECT_THAT(load_error(file_bytes(R"({"w":{"dtype":"F32","shape":[1e999],"data_offsets":[0,4]}})", std::string(4, '\0'))),
+              HasSubstr(named("the header is not valid JSON: number overflow parsing '1e999' (in \"w\".\"shape\")")));
+  EXPECT_THAT(load_error(file_bytes(R"({"__metadata__":{"a":"b"},"n":-1e400})")),
+              HasSubstr(named("the header is not valid JSON: number overflow parsing '-1e400' (in \"n\")")));
+}
+
 TEST_F(SafetensorsTest, BadEntries) {
   const std::string four(4, '\0');
   EXPECT_THAT(load_error(file_bytes(R"({"w": [0, 4]})", four)),

@@ -159,5 +159,19 @@ TEST(DenseTest, Errors) {
               ThrowsMessage<ValueError>(HasSubstr("Dense.from_config: unexpected value for 'units': \"ten\"")));
 }
 
+// Config fields are read exactly: json would truncate 10.7 to 10 and wrap -1 into an
+// unsigned seed (layer_util.h's config_value, which every built-in layer uses).
+TEST(DenseTest, FromConfigRefusesValuesThatDoNotFitTheFieldsType) {
+  EXPECT_THAT([] { Dense::from_config(nlohmann::json::parse(R"({"units": 10.7, "name": "head"})")); },
+              ThrowsMessage<ValueError>(
+                  HasSubstr("Dense.from_config: unexpected value for 'units': 10.7, expected an integer (layer 'head')")));
+  EXPECT_THAT([] { Dense::from_config(nlohmann::json::parse(R"({"units": 9223372036854775808})")); },
+              ThrowsMessage<ValueError>(
+                  HasSubstr("Dense.from_config: unexpected value for 'units': 9223372036854775808, expected an integer")));
+  EXPECT_THAT([] { Dense::from_config(nlohmann::json::parse(R"({"units": 4, "use_bias": 1})")); },
+              ThrowsMessage<ValueError>(HasSubstr("Dense.from_config: unexpected value for 'use_bias': 1, expected a boolean")));
+  EXPECT_EQ(Dense::from_config(nlohmann::json::parse(R"({"units": 4.0})"))->get_config()["units"], 4);
+}
+
 }  // namespace
 }  // namespace chorus::layers

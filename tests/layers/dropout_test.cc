@@ -166,5 +166,15 @@ TEST(DropoutTest, Errors) {
       ThrowsMessage<DTypeError>(HasSubstr("d: expected floating inputs, got int32")));
 }
 
+// json's get<uint64_t>() wrapped a seed of -1 to 2^64 - 1 and truncated 1.5 to 1.
+TEST(DropoutTest, FromConfigChecksTheSeedAndNoiseShape) {
+  EXPECT_THAT([] { Dropout::from_config(nlohmann::json::parse(R"({"rate": 0.5, "seed": -1})")); },
+              ThrowsMessage<ValueError>(
+                  HasSubstr("Dropout.from_config: unexpected value for 'seed': -1, expected a non-negative integer")));
+  EXPECT_THAT([] { Dropout::from_config(nlohmann::json::parse(R"({"rate": 0.5, "noise_shape": [null, 1.5]})")); },
+              ThrowsMessage<ValueError>(HasSubstr(
+                  "Dropout.from_config: unexpected value for 'noise_shape': [null,1.5], expected integers or null")));
+}
+
 }  // namespace
 }  // namespace chorus::layers

@@ -107,10 +107,17 @@ TEST(LayerRegistryTest, Errors) {
       ThrowsMessage<ValueError>(HasSubstr("layer_from_config: expected {\"class_name\": ..., \"config\": {...}}")));
   EXPECT_THAT(
       [] {
+        layer_from_config(nlohmann::json::parse(
+            R"({"class_name": "InputLayer", "config": {"batch_shape": [null, 2], "dtype": 5, "name": "x"}})"));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("layer_from_config: bad config for InputLayer:")));
+  EXPECT_THAT(
+      [] {
         layer_from_config(
             nlohmann::json::parse(R"({"class_name": "Dropout", "config": {"rate": 0.5, "noise_shape": ["x"]}})"));
       },
-      ThrowsMessage<ValueError>(HasSubstr("layer_from_config: bad config for Dropout:")));
+      ThrowsMessage<ValueError>(
+          HasSubstr("Dropout.from_config: unexpected value for 'noise_shape': [\"x\"], expected integers or null")));
   EXPECT_THAT([] { register_layer("", [](const nlohmann::json&) { return std::shared_ptr<Layer>(); }); },
               ThrowsMessage<ValueError>(HasSubstr("register_layer: expected a class name, got an empty string")));
   EXPECT_THAT(

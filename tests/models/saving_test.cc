@@ -1,4 +1,5 @@
 #include <fstream>
+#include <functional>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -121,8 +122,159 @@ TEST_F(SavingTest, SubclassedModelsCannotBeRebuiltFromConfig) {
 TEST_F(SavingTest, LoadModelOfAMissingOrCorruptDirectoryIsAnIOError) {
   EXPECT_THAT([&] { load_model(root() / "nope"); }, ThrowsMessage<IOError>(HasSubstr("nope is not a saved model directory")));
   std::filesystem::create_directories(root() / "bad");
+  std::ofstream(root() / "bad/state.json") << R"({"format": "chorus.model", "version": 1})";
   std::ofstream(root() / "bad/config.json") << "{not json";
   EXPECT_THAT([&] { load_model(root() / "bad"); }, ThrowsMessage<IOError>(HasSubstr("config.json: not valid JSON")));
+}
+
+// A checkpoint that was compiled and trained, so every file of a saved model is there.
+class DamagedCheckpointTest : public SavingTest {
+ protected:
+  void SetUp() override {
+    SavingTest::SetUp();
+    auto model = testing::small_mlp();
+    model->compile(options());
+    auto data = testing::separable_blobs(32, 1);
+    model->fit(data.x, data.y, {.batch_size = 16, .verbose = 0});
+    model->save(ckpt());
+  }
+  std::filesystem::path ckpt() const { return root() / "ckpt"; }
+  std::string file(const char* name) const { return (ckpt() / name).string(); }
+  nlohmann::json read(const char* name) const { return nlohmann::json::parse(std::ifstream(ckpt() / name)); }
+  void write(const char* name, const std::string& text) const { std::ofstream(ckpt() / name) << text; }
+  // Rewrites config.json as `edit` changes it.
+  void edit_config(const std::function<void(nlohmann::json&)>& edit) const {
+    nlohmann::json config = read("config.json");
+    edit(config);
+    write("config.json", config.dump());
+  }
+};
+
+TEST_F(DamagedCheckpointTest, StateJsonMustExistParseAndHaveTheFormatAndAKnownVersion) {
+  EXPECT_EQ(read("state.json"), nlohmann::json::parse(R"({"format": "chorus.model", "version": 1, "optimizer": true})"));
+  const nlohmann::json state = read("state.json");
+  std::filesystem::remove(ckpt() / "state.json");
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<IOError>(HasSubstr(file("state.json") + " is missing: " + ckpt().string() +
+                                               " is not a complete saved model")));
+  write("state.json", "garbage");
+  EXPECT_THAT([&] { load_model(ckpt()); }, ThrowsMessage<IOError>(HasSubstr(file("state.json") + ": not valid JSON")));
+  write("state.json", R"({"format": "keras", "version": 1})");
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<IOError>(HasSubstr(file("state.json") + ": expected \"format\": \"chorus.model\", found \"keras\"")));
+  write("state.json", R"({"format": "chorus.model", "version": 99})");
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<IOError>(HasSubstr(
+                  file("state.json") + ": version 99 is not supported: this build of chorus reads version 1")));
+  write("state.json", R"({"format": "chorus.model", "version": 1, "optimizer": "yes"})");
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<IOError>(HasSubstr(file("state.json") + ": \"optimizer\": expected true or false, found \"yes\"")));
+  write("state.json", state.dump());
+  EXPECT_EQ(load_model(ckpt())->optimizer().iterations(), 2);
+}
+
+TEST_F(DamagedCheckpointTest, AMissingWeightsFileIsAnError) {
+  std::filesystem::remove(ckpt() / "model.weights.safetensors");
+  EXPECT_THAT([&] { load_model(ckpt(), {.compile = false}); },
+              ThrowsMessage<IOError>(HasSubstr(file("model.weights.safetensors") + " is missing: " + ckpt().string() +
+                                               " is not a complete saved model")));
+}
+
+TEST_F(DamagedCheckpointTest, AMissingOptimizerFileIsAnErrorUnlessCompileIsOff) {
+  std::filesystem::remove(ckpt() / "optimizer.safetensors");
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<IOError>(HasSubstr(file("optimizer.safetensors") + " is missing, but " + file("state.json") +
+                                               " says the optimizer's state was saved")));
+  auto weights_only = load_model(ckpt(), {.compile = false});
+  EXPECT_FALSE(weights_only->compiled());
+  layers::Layer::reset_names();
+  auto twin = testing::small_mlp();
+  twin->load_weights(ckpt());
+  Tensor x = testing::random_tensor({3, 4}, 2);
+  EXPECT_TRUE(testing::same_bits((*twin)(x), (*weights_only)(x)));
+}
+
+TEST_F(DamagedCheckpointTest, CompileOffSkipsABrokenCompileConfig) {
+  edit_config([](nlohmann::json& c) { c["compile_config"].erase("optimizer"); });
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<ValueError>(HasSubstr(file("config.json") + ": compile_config.optimizer: missing")));
+  EXPECT_FALSE(load_model(ckpt(), {.compile = false})->compiled());
+}
+
+TEST_F(DamagedCheckpointTest, AnUntrainedOptimizerNeedsNoFile) {
+  auto model = testing::small_mlp();
+  model->compile(options());
+  model->save(root() / "untrained");
+  EXPECT_FALSE(std::filesystem::exists(root() / "untrained/optimizer.safetensors"));
+  EXPECT_EQ(load_model(root() / "untrained")->optimizer().iterations(), 0);
+}
+
+TEST_F(DamagedCheckpointTest, ConfigOfTheWrongShapeNamesTheFileAndField) {
+  const std::string config = file("config.json");
+  write("config.json", "[1,2,3]");
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<IOError>(HasSubstr(config + ": expected an object with \"class_name\" and \"config\", found array")));
+  edit_config([](nlohmann::json& c) { c = {{"class_name", 5}}; });
+  EXPECT_THAT([&] { load_model(ckpt()); }, ThrowsMessage<IOError>(HasSubstr(config + ": class_name: expected a string, found 5")));
+  edit_config([](nlohmann::json& c) { c = {{"class_name", "Functional"}, {"config", nullptr}}; });
+  EXPECT_THAT([&] { load_model(ckpt()); }, ThrowsMessage<ValueError>(HasSubstr(config + ": config: expected an object, found null")));
+}
+
+TEST_F(DamagedCheckpointTest, FunctionalNodeIndicesAreChecked) {
+  const std::string config = file("config.json");
+  ASSERT_EQ(read("config.json")["config"]["layers"].size(), 3);
+  edit_config([](nlohmann::json& c) { c["config"]["nodes"][2]["layer"] = 99; });
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<ValueError>(HasSubstr(config + ": config.nodes[2].layer: index 99 but there are 3 layers")));
+  edit_config([](nlohmann::json& c) { c["config"]["nodes"][2]["layer"] = -1; });
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<ValueError>(HasSubstr(config + ": config.nodes[2].layer: index -1 but there are 3 layers")));
+  edit_config([](nlohmann::json& c) {
+    c["config"]["nodes"][2]["layer"] = 2;
+    c["config"]["nodes"][2]["inputs"]["ref"] = {7, 0};
+  });
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<ValueError>(HasSubstr(config + ": config.nodes[2].inputs.ref[0]: index 7 but there are 2 nodes before it")));
+  edit_config([](nlohmann::json& c) {
+    c["config"]["nodes"][2]["inputs"]["ref"] = {1, 0};
+    c["config"]["outputs"] = "dense_1";
+  });
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<ValueError>(HasSubstr(config + ": config.outputs: expected a ref, a list or a dict, found \"dense_1\"")));
+}
+
+TEST_F(DamagedCheckpointTest, LayerConfigsCheckTypesAndRanges) {
+  const std::string config = file("config.json");
+  edit_config([](nlohmann::json& c) { c["config"]["layers"][1]["config"]["units"] = 10.7; });
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<ValueError>(HasSubstr(config + ": config.layers[1]: Dense.from_config: unexpected value for "
+                                                           "'units': 10.7, expected an integer (layer 'dense')")));
+  // A config may not make the model allocate more bytes of weights than the weights file
+  // holds (a fuzzer editing config.json would trip libFuzzer's malloc limit otherwise).
+  const auto bytes = std::filesystem::file_size(ckpt() / "model.weights.safetensors");
+  edit_config([](nlohmann::json& c) { c["config"]["layers"][1]["config"]["units"] = 3'000'000'000; });
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<ValueError>(HasSubstr(fmt::format(
+                  "{}: config.nodes[1]: dense/kernel: a weight of shape (4, 3000000000) float32 needs 48000000000 "
+                  "bytes, but {} holds {} bytes, and {} of them are left",
+                  config, file("model.weights.safetensors"), bytes, bytes))));
+  edit_config([](nlohmann::json& c) { c["config"]["layers"][1]["config"]["units"] = -3; });
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<ValueError>(HasSubstr(config + ": config.layers[1]: Dense: expected units > 0. Received: units=-3")));
+  edit_config([](nlohmann::json& c) {
+    c["config"]["layers"][1]["config"]["units"] = 8;
+    c["config"]["layers"][0]["config"]["batch_shape"] = {nullptr, 4.5};
+  });
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<ValueError>(HasSubstr(config + ": config.layers[0]: InputLayer.from_config: unexpected value for "
+                                                           "'batch_shape': [null,4.5], expected [null, integers...]")));
+}
+
+TEST_F(DamagedCheckpointTest, ANegativeLearningRateIsRefused) {
+  edit_config([](nlohmann::json& c) { c["compile_config"]["optimizer"]["config"]["learning_rate"] = -0.01; });
+  EXPECT_THAT([&] { load_model(ckpt()); },
+              ThrowsMessage<ValueError>(HasSubstr(file("config.json") + ": compile_config.optimizer: Adam: config key "
+                                                                        "'learning_rate': expected a learning rate >= 0, got -0.01")));
 }
 
 }  // namespace

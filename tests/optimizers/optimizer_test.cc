@@ -289,6 +289,10 @@ TEST(OptimizerTest, FromConfigErrors) {
               ThrowsMessage<ValueError>(HasSubstr("Adam: use_ema=true is not supported")));
   EXPECT_THAT([] { Optimizer::from_config({{"class_name", "AdamW"}, {"config", {{"weight_decay", nullptr}}}}); },
               ThrowsMessage<ValueError>(HasSubstr("AdamW: expected weight_decay to be a number, got null")));
+  EXPECT_THAT([] { Optimizer::from_config({{"class_name", "SGD"}, {"config", {{"learning_rate", -0.5}}}}); },
+              ThrowsMessage<ValueError>(
+                  HasSubstr("SGD: config key 'learning_rate': expected a learning rate >= 0, got -0.5")));
+  EXPECT_EQ(Optimizer::from_config({{"class_name", "SGD"}, {"config", {{"learning_rate", 0}}}})->learning_rate(), 0);
 }
 
 TEST(OptimizerTest, OnlyOneClipOption) {

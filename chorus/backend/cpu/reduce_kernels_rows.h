@@ -53,13 +53,21 @@ float sum_short_row(const T* x, int64_t n) {
   for (int w = 8; w >= L; w /= 2) {
     for (int i = 0; i < w / L; ++i) v[i] += v[i + w / L];
   }
-  static constexpr ShiftMasks<L> kMasks;
   typename S::F acc = v[0];
+#if defined(__clang__)
+  // Clang has no __builtin_shuffle with a run-time mask: the same adds lane by lane, in
+  // the same order, so both compilers give the same bits.
+  for (int w = L / 2; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+  }
+#else
+  static constexpr ShiftMasks<L> kMasks;
   for (int level = 0; (L >> (level + 1)) >= 1; ++level) {
     typename S::I shift;
     std::memcpy(&shift, kMasks.shift[level], sizeof(shift));
     acc += __builtin_shuffle(acc, shift);
   }
+#endif
   return acc[0];
 }
 
