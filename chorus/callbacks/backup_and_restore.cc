@@ -2,6 +2,7 @@
 
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,7 @@ BackupAndRestore::BackupAndRestore(fs::path backup_dir, BackupAndRestoreOptions 
 }
 
 void BackupAndRestore::on_train_begin(const models::Logs& /*logs*/) {
+  wait_for_pending();
   total_steps_ = 0;
   last_backup_steps_.reset();
   auto backups = list_backups(backup_dir_);
@@ -93,6 +95,7 @@ void BackupAndRestore::on_epoch_end(int /*epoch*/, const models::Logs& /*logs*/)
 }
 
 void BackupAndRestore::on_train_end(const models::Logs& /*logs*/) {
+  wait_for_pending();
   if (!options_.delete_checkpoint) return;
   on_chief(model(), [&] {
     std::error_code ec;
@@ -102,16 +105,28 @@ void BackupAndRestore::on_train_end(const models::Logs& /*logs*/) {
 }
 
 void BackupAndRestore::backup() {
-  const models::FitState state = model().fit_state();
-  on_chief(model(), [&] {
-    std::error_code ec;
-    fs::create_directories(backup_dir_, ec);
-    if (ec) throw_error<IOError>("BackupAndRestore: cannot create {}: {}", backup_dir_.string(), ec.message());
-    write_backup(backup_dir_ / backup_name(state.total_steps), model(), state);
-    const auto backups = list_backups(backup_dir_);
-    for (size_t i = kBackupsKept; i < backups.size(); ++i) fs::remove_all(backups[i].second, ec);
-  });
+  models::FitState state = model().fit_state();
   last_backup_steps_ = state.total_steps;
+  const fs::path dir = backup_dir_ / backup_name(state.total_steps);
+  auto write = [backup_dir = backup_dir_, dir](const BackupSnapshot& snapshot) {
+    std::error_code ec;
+    fs::create_directories(backup_dir, ec);
+    if (ec) throw_error<IOError>("BackupAndRestore: cannot create {}: {}", backup_dir.string(), ec.message());
+    write_backup(dir, snapshot);
+    const auto backups = list_backups(backup_dir);
+    for (size_t i = kBackupsKept; i < backups.size(); ++i) fs::remove_all(backups[i].second, ec);
+  };
+  if (workers_of(model()) != nullptr) {
+    on_chief(model(), [&] { write(take_backup_snapshot(model(), std::move(state))); });
+    return;
+  }
+  wait_for_pending();
+  auto snapshot = std::make_shared<const BackupSnapshot>(take_backup_snapshot(model(), std::move(state)));
+  pending_ = std::async(std::launch::async, [write, snapshot] { write(*snapshot); });
+}
+
+void BackupAndRestore::wait_for_pending() {
+  if (pending_.valid()) pending_.get();
 }
 
 }  // namespace chorus::callbacks

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <future>
 #include <optional>
 
 #include "chorus/models/callback.h"
@@ -25,7 +26,10 @@ struct BackupAndRestoreOptions {
 // atomically: weights, optimizer state, callback tensors and fit_state.json with the
 // epoch, batch, data position, metrics, learning rate, dropout streams, callback states
 // and every file's SHA-256). A resumed fit takes the newest intact one; a damaged one
-// (checksum, truncation) is reported on stderr and the previous one used.
+// (checksum, truncation) is reported on stderr and the previous one used. In one process
+// a backup is copied out of the model at its step and written by a background thread
+// while training goes on (one at a time; a failed write is rethrown at the next backup
+// or at the end of fit); a multi-worker job writes on rank 0 while the others wait.
 //
 //   model.fit(train, {.epochs = 10, .callbacks = {BackupAndRestore("/tmp/backup", {.save_freq = 50})}});
 //
@@ -51,11 +55,14 @@ class BackupAndRestore : public models::Callback {
 
  private:
   void backup();
+  // Waits for the backup being written in the background, rethrowing its error.
+  void wait_for_pending();
 
   std::filesystem::path backup_dir_;
   BackupAndRestoreOptions options_;
   int64_t total_steps_ = 0;
   std::optional<int64_t> last_backup_steps_;
+  std::future<void> pending_;  // the background write (one process only)
 };
 
 }  // namespace chorus::callbacks

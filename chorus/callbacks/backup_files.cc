@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
@@ -27,9 +28,10 @@ constexpr const char* kOptimizerFile = "optimizer.safetensors";
 constexpr const char* kCallbacksFile = "callbacks.safetensors";
 constexpr std::string_view kPrefix = "backup-";
 
+// Copies: training goes on updating the variables in place while the backup is written.
 io::NamedTensors named_variables(const std::vector<autograd::Variable>& variables) {
   io::NamedTensors out;
-  for (const autograd::Variable& v : variables) out.emplace_back(v.path(), v.value());
+  for (const autograd::Variable& v : variables) out.emplace_back(v.path(), v.value().clone());
   return out;
 }
 
@@ -101,33 +103,47 @@ void check_signature(const fs::path& dir, const json& saved, const models::Model
   }
 }
 
+void write_plain_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) throw_error<IOError>("{}: cannot write the backup file", path.string());
+}
+
 }  // namespace
 
 std::string backup_name(int64_t steps) { return fmt::format("{}{:012d}", kPrefix, steps); }
 
-void write_backup(const fs::path& dir, const models::Model& model, const models::FitState& state) {
+BackupSnapshot take_backup_snapshot(const models::Model& model, models::FitState state) {
+  return {model.name(), signature(model), named_variables(model.weights()), named_variables(model.optimizer().variables()),
+          std::move(state)};
+}
+
+void write_backup(const fs::path& dir, const BackupSnapshot& snapshot) {
   io::AtomicDirectory staging(dir);
   const fs::path& out = staging.staging();
-  io::save_safetensors(out / kWeightsFile, named_variables(model.weights()), {{"format", "chorus.weights"}});
-  io::save_safetensors(out / kOptimizerFile, named_variables(model.optimizer().variables()),
-                       {{"format", "chorus.optimizer"}});
   io::NamedTensors callback_tensors;
-  for (size_t i = 0; i < state.callbacks.size(); ++i) {
-    for (size_t k = 0; k < state.callbacks[i].tensors.size(); ++k) {
-      callback_tensors.emplace_back(fmt::format("callbacks/{}/{}", i, k), state.callbacks[i].tensors[k]);
+  for (size_t i = 0; i < snapshot.state.callbacks.size(); ++i) {
+    for (size_t k = 0; k < snapshot.state.callbacks[i].tensors.size(); ++k) {
+      callback_tensors.emplace_back(fmt::format("callbacks/{}/{}", i, k), snapshot.state.callbacks[i].tensors[k]);
     }
   }
-  io::save_safetensors(out / kCallbacksFile, callback_tensors, {{"format", "chorus.callbacks"}});
+  // Plain writes: the staging directory is flushed and swapped in as a whole by commit().
   json files = json::object();
-  for (const char* file : {kWeightsFile, kOptimizerFile, kCallbacksFile}) {
-    files[file] = data::sha256_file_hex((out / file).string());
-  }
+  auto write = [&](const char* file, const io::NamedTensors& tensors, const char* format) {
+    const std::string bytes = io::safetensors_bytes(out / file, tensors, {{"format", format}});
+    write_plain_file(out / file, bytes);
+    files[file] = data::sha256_hex(bytes);
+  };
+  write(kWeightsFile, snapshot.weights, "chorus.weights");
+  write(kOptimizerFile, snapshot.optimizer, "chorus.optimizer");
+  write(kCallbacksFile, callback_tensors, "chorus.callbacks");
   json document = {{"format", "chorus.backup"},
                    {"version", kBackupFormatVersion},
-                   {"model", {{"name", model.name()}, {"weights", signature(model)}}},
+                   {"model", {{"name", snapshot.model_name}, {"weights", snapshot.signature}}},
                    {"files", files},
-                   {"fit_state", state_to_json(state)}};
-  io::write_file_atomically(out / kStateFile, document.dump(1) + "\n");
+                   {"fit_state", state_to_json(snapshot.state)}};
+  write_plain_file(out / kStateFile, document.dump(1) + "\n");
   staging.commit();
 }
 

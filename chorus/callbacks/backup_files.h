@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "chorus/core/error.h"
+#include "chorus/io/safetensors.h"
 #include "chorus/models/fit_state.h"
 
 namespace chorus::models {
@@ -28,9 +29,19 @@ class DamagedBackupError : public IOError {
   using IOError::IOError;
 };
 
-// Writes `state` and `model`'s weights and optimizer state as the backup `dir`
-// (atomically: a crash leaves the old `dir` or none). Throws IOError.
-void write_backup(const std::filesystem::path& dir, const models::Model& model, const models::FitState& state);
+// What a backup holds, copied out of the model when it is taken, so that another thread
+// may write it while training goes on.
+struct BackupSnapshot {
+  std::string model_name;
+  std::vector<std::string> signature;  // each weight's path, shape and dtype
+  io::NamedTensors weights, optimizer;
+  models::FitState state;
+};
+BackupSnapshot take_backup_snapshot(const models::Model& model, models::FitState state);
+
+// Writes `snapshot` as the backup `dir` (atomically: a crash leaves the old `dir` or
+// none). Throws IOError.
+void write_backup(const std::filesystem::path& dir, const BackupSnapshot& snapshot);
 
 // The backups in `backup_dir` as (steps, path), the newest (most steps) first; empty
 // when the directory does not exist.

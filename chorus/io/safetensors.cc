@@ -312,8 +312,8 @@ void check_bools(const fs::path& path, const Entry& entry, const Tensor& tensor)
 
 }  // namespace
 
-void save_safetensors(const fs::path& path, const NamedTensors& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+std::string safetensors_bytes(const fs::path& path, const NamedTensors& tensors,
+                              const std::map<std::string, std::string>& metadata) {
   const std::string header = make_header(path, tensors, metadata);
   size_t data_size = 0;
   for (const auto& [name, tensor] : tensors) data_size += tensor.nbytes();
@@ -327,7 +327,12 @@ void save_safetensors(const fs::path& path, const NamedTensors& tensors,
     if (tensor.nbytes() > 0) std::memcpy(out, tensor.raw_data(), tensor.nbytes());
     out += tensor.nbytes();
   }
-  write_file_atomically(path, bytes);
+  return bytes;
+}
+
+void save_safetensors(const fs::path& path, const NamedTensors& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  write_file_atomically(path, safetensors_bytes(path, tensors, metadata));
 }
 
 SafetensorsContents load_safetensors(const fs::path& path) {

@@ -26,6 +26,11 @@ struct SafetensorsContents {
 void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
+// The bytes save_safetensors would write to `path` (which names it in errors), for a
+// caller that writes them itself (into a directory committed atomically as a whole).
+std::string safetensors_bytes(const std::filesystem::path& path, const NamedTensors& tensors,
+                              const std::map<std::string, std::string>& metadata = {});
+
 // Reads a whole file. Never executes or trusts anything in it: a truncated file, a
 // header that is not JSON, offsets outside the data or overlapping, an unknown dtype or a
 // shape that does not match its byte count is an IOError naming the file and the tensor.
