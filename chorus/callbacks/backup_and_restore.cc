@@ -51,7 +51,6 @@ BackupAndRestore::BackupAndRestore(fs::path backup_dir, BackupAndRestoreOptions 
 void BackupAndRestore::on_train_begin(const models::Logs& /*logs*/) {
   wait_for_pending();
   total_steps_ = 0;
-  last_backup_steps_.reset();
   auto backups = list_backups(backup_dir_);
   // Every worker restores what rank 0 sees as the newest backup (or nothing).
   if (distribute::WorkerGroup* workers = workers_of(model())) {
@@ -65,11 +64,11 @@ void BackupAndRestore::on_train_begin(const models::Logs& /*logs*/) {
                             model().name(), backups[0].second.string());
   }
   std::vector<std::string> damaged;
-  for (const auto& [steps, dir] : backups) {
+  for (const auto& backup : backups) {
+    const fs::path& dir = backup.second;
     try {
       models::FitState state = read_backup(dir, model());
       total_steps_ = state.total_steps;
-      last_backup_steps_ = steps;
       if (params().verbose > 0) {
         std::cout << fmt::format("BackupAndRestore: resuming from {} (epoch {}, batch {})\n", dir.string(),
                                  state.epoch + 1, state.step);
@@ -106,7 +105,6 @@ void BackupAndRestore::on_train_end(const models::Logs& /*logs*/) {
 
 void BackupAndRestore::backup() {
   models::FitState state = model().fit_state();
-  last_backup_steps_ = state.total_steps;
   const fs::path dir = backup_dir_ / backup_name(state.total_steps);
   auto write = [backup_dir = backup_dir_, dir](const BackupSnapshot& snapshot) {
     std::error_code ec;

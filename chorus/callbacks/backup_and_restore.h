@@ -50,8 +50,6 @@ class BackupAndRestore : public models::Callback {
   bool runs_after_others() const override { return true; }
 
   const std::filesystem::path& backup_dir() const { return backup_dir_; }
-  // The number of training steps the latest backup this callback wrote or restored holds.
-  std::optional<int64_t> last_backup_steps() const { return last_backup_steps_; }
 
  private:
   void backup();
@@ -61,7 +59,6 @@ class BackupAndRestore : public models::Callback {
   std::filesystem::path backup_dir_;
   BackupAndRestoreOptions options_;
   int64_t total_steps_ = 0;
-  std::optional<int64_t> last_backup_steps_;
   std::future<void> pending_;  // the background write (one process only)
 };
 
