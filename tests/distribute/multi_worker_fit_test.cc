@@ -39,7 +39,9 @@ using testing::ScenarioRun;
 // "mlp": 98 rows in batches of 16, so the last batch of 2 rows leaves a third worker
 // empty; the result adds evaluate's metrics and predict's outputs. Its variants fail:
 // "mismatch" (rank 1's hidden layer is wider) and "die" (rank 1 kills itself at its
-// fourth step). The callback's batch hook makes the workers merge metrics every step.
+// fourth step), "stall_rank0"/"stall_rank1" (that rank stops itself, alive but silent,
+// at its fourth step). The callback's batch hook makes the workers merge metrics every
+// step.
 json fit_mlp_scenario(ScenarioRun& run, const std::string& variant) {
   layers::set_random_seed(7);
   auto model = testing::small_mlp(4, variant == "mismatch" && run.rank() == 1 ? 9 : 8);
@@ -47,6 +49,7 @@ json fit_mlp_scenario(ScenarioRun& run, const std::string& variant) {
   auto die = std::make_shared<callbacks::LambdaCallback>(callbacks::LambdaCallbackFunctions{
       .on_train_batch_begin = [&](int64_t batch, const models::Logs&) {
         if (variant == "die" && run.rank() == 1 && batch == 3) ::raise(SIGKILL);
+        if (variant == "stall_rank" + std::to_string(run.rank()) && batch == 3) ::raise(SIGSTOP);
       }});
   auto train = testing::separable_blobs(98, 3), test = testing::separable_blobs(41, 9);
   models::History history = model->fit(
@@ -162,6 +165,8 @@ json fit_batch_logs_scenario(ScenarioRun& run, bool nan) {
     {"mlp", [](ScenarioRun& run) { return fit_mlp_scenario(run, "mlp"); }},
     {"mismatch", [](ScenarioRun& run) { return fit_mlp_scenario(run, "mismatch"); }},
     {"die", [](ScenarioRun& run) { return fit_mlp_scenario(run, "die"); }},
+    {"stall_rank0", [](ScenarioRun& run) { return fit_mlp_scenario(run, "stall_rank0"); }},
+    {"stall_rank1", [](ScenarioRun& run) { return fit_mlp_scenario(run, "stall_rank1"); }},
     {"two_tower", [](ScenarioRun& run) { return fit_two_tower_scenario(run, false); }},
     {"two_tower_large", [](ScenarioRun& run) { return fit_two_tower_scenario(run, true); }},
     {"file_shard", fit_file_shard_scenario},
@@ -326,6 +331,43 @@ TEST_F(MultiWorkerTest, AKilledWorkerFailsTheOthersWithinTheDeadlineNamingIt) {
     EXPECT_THAT(error(r), HasSubstr("#")) << r;  // the operation's sequence number
   }
   EXPECT_LT(seconds, 60);  // the deadline is 5 s; start-up and training take a few more
+}
+
+// When `pid` has stopped (state T in /proc), or after a minute.
+std::chrono::steady_clock::time_point fit_wait_until_stopped(pid_t pid) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < give_up) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string pid_field, command, state;
+    stat >> pid_field >> command >> state;
+    if (state == "T") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return std::chrono::steady_clock::now();
+}
+
+TEST_F(MultiWorkerTest, AStoppedWorkerIsNamedWithinTheDeadlinePlusOneSecondEvenRank0) {
+  // Rank 0 serves the rendezvous store: when it is the stopped one, the report cannot
+  // reach the store and must not wait out the store's deadline too.
+  for (int stalled : {0, 1}) {
+    SCOPED_TRACE(stalled);
+    const std::string scenario = "stall_rank" + std::to_string(stalled);
+    const int port = testing::free_port();
+    std::vector<pid_t> pids;
+    for (int r = 0; r < 2; ++r) pids.push_back(spawn(worker_env(scenario, r, 2, port, scenario)));
+    const auto stopped_at = fit_wait_until_stopped(pids[static_cast<size_t>(stalled)]);
+    const int other = 1 - stalled;
+    const int code = wait_exit(pids[static_cast<size_t>(other)], std::chrono::seconds(60));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+    ::kill(pids[static_cast<size_t>(stalled)], SIGKILL);
+    wait_exit(pids[static_cast<size_t>(stalled)]);
+    EXPECT_EQ(code, 1);
+    EXPECT_THAT(error(other), HasSubstr("ranks that never arrived: " + std::to_string(stalled)));
+    // The deadline is 5 s; + 1 s for the report, + 0.5 s for the process to write its
+    // error and exit.
+    EXPECT_LT(seconds, 6.5);
+    RecordProperty("seconds_to_name_stopped_rank" + std::to_string(stalled), std::to_string(seconds));
+  }
 }
 
 }  // namespace
