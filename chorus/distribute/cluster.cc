@@ -172,6 +172,7 @@ ClusterSpec discover_cluster(const EnvLookup& getenv) {
     spec.master_port = *port;
   }
   if (auto job = lookup(getenv, "CHORUS_JOB_ID")) spec.job_id = *job;
+  spec.store_on_launcher = lookup(getenv, "CHORUS_STORE_ON_LAUNCHER") == "1";
   if (spec.multi_worker() && (spec.master_addr.empty() || spec.master_port == 0)) {
     throw_error<ValueError>(
         "{}: a job of {} workers needs rank 0's address: set MASTER_ADDR and MASTER_PORT (got \"{}\" and {})",

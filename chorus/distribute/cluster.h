@@ -24,6 +24,9 @@ struct ClusterSpec {
   // Tells two jobs on one host apart (CHORUS_JOB_ID, TORCHELASTIC_RUN_ID, SLURM_JOB_ID,
   // else derived from the master's address and port).
   std::string job_id;
+  // The launcher hosts the rendezvous store (CHORUS_STORE_ON_LAUNCHER=1, set by `chorus
+  // launch`), so rank 0 does not: it outlives the workers' restarts.
+  bool store_on_launcher = false;
   // What described the cluster: "TF_CONFIG", "torchrun", "Open MPI", "Slurm", "explicit"
   // or "single" (no launcher: one worker).
   std::string source = "single";

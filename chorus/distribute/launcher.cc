@@ -1,6 +1,7 @@
 #include "chorus/distribute/launcher.h"
 
 #include "chorus/distribute/devices.h"
+#include "chorus/distribute/launch_rendezvous.h"
 #include "chorus/distribute/local_communicator.h"
 
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "chorus/core/error.h"
 
@@ -56,8 +58,14 @@ void forward_output(Worker& w, const char* data, size_t size, bool flush) {
   std::fflush(stdout);
 }
 
-pid_t start(const LaunchOptions& o, Worker& w, int local_rank, const std::string& host, int port,
-            const std::string& job_id, int attempt) {
+// Where the workers meet: node 0's store address and the job id.
+struct Rendezvous {
+  std::string host;
+  int port = 0;
+  std::string job_id;
+};
+
+pid_t start(const LaunchOptions& o, Worker& w, int local_rank, const Rendezvous& r, const LaunchRound& round) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw_error<Error>("chorus launch: pipe: {}", std::strerror(errno));
   const pid_t pid = ::fork();
@@ -66,15 +74,18 @@ pid_t start(const LaunchOptions& o, Worker& w, int local_rank, const std::string
     ::setpgid(0, 0);  // its own group: stopping a worker stops what it started too
     ::dup2(pipe_fds[1], STDOUT_FILENO);
     ::dup2(pipe_fds[1], STDERR_FILENO);
-    const int world = o.nnodes * o.nproc_per_node;
+    const int world = static_cast<int>(round.nodes.size()) * o.nproc_per_node;
     ::setenv("RANK", std::to_string(w.rank).c_str(), 1);
     ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
     ::setenv("LOCAL_RANK", std::to_string(local_rank).c_str(), 1);
     ::setenv("LOCAL_WORLD_SIZE", std::to_string(o.nproc_per_node).c_str(), 1);
-    ::setenv("MASTER_ADDR", host.c_str(), 1);
-    ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-    ::setenv("CHORUS_JOB_ID", job_id.c_str(), 1);
-    ::setenv("CHORUS_RESTART_COUNT", std::to_string(attempt).c_str(), 1);  // torchrun's TORCHELASTIC_RESTART_COUNT
+    ::setenv("MASTER_ADDR", r.host.c_str(), 1);
+    ::setenv("MASTER_PORT", std::to_string(r.port).c_str(), 1);
+    // Each attempt is a job of its own for the store: a worker left over from an earlier
+    // one cannot join it.
+    ::setenv("CHORUS_JOB_ID", fmt::format("{}/attempt-{}", r.job_id, round.attempt).c_str(), 1);
+    ::setenv("CHORUS_STORE_ON_LAUNCHER", "1", 1);
+    ::setenv("CHORUS_RESTART_COUNT", std::to_string(round.attempt).c_str(), 1);  // torchrun's TORCHELASTIC_RESTART_COUNT
     // The host's cores are shared among its workers, as torchrun does with OMP_NUM_THREADS;
     // a value the user set wins.
     const std::string cores = std::to_string(std::max(1, physical_cores() / o.nproc_per_node));
@@ -135,18 +146,11 @@ int free_loopback_port() {
 
 namespace {
 
-// Where the workers of one attempt meet: rank 0's store address and the job id.
-struct Rendezvous {
-  std::string host;
-  int port = 0;
-  std::string job_id;
-};
-
-Rendezvous rendezvous_of(const LaunchOptions& o, int attempt) {
+Rendezvous rendezvous_of(const LaunchOptions& o) {
   Rendezvous r{"127.0.0.1", 0, ""};
   if (o.master.empty()) {
-    if (o.nnodes > 1) throw ValueError("chorus launch: a job on several hosts needs --master HOST:PORT (rank 0's host)");
-    r.port = free_loopback_port();  // a new port for each attempt: the old store may linger in TIME_WAIT
+    if (o.nnodes > 1) throw ValueError("chorus launch: a job on several hosts needs --master HOST:PORT (node 0's host)");
+    r.port = free_loopback_port();
   } else {
     const size_t colon = o.master.rfind(':');
     if (colon == std::string::npos || colon == 0) {
@@ -157,9 +161,6 @@ Rendezvous rendezvous_of(const LaunchOptions& o, int attempt) {
     if (r.port <= 0 || r.port > 65535) throw_error<ValueError>("chorus launch: bad port in --master \"{}\"", o.master);
   }
   r.job_id = o.job_id.empty() ? fmt::format("{}:{}", r.host, r.port) : o.job_id;
-  // Each attempt is a new job for the store: a worker left over from an earlier one
-  // cannot join it.
-  if (attempt > 0) r.job_id += fmt::format("/attempt-{}", attempt);
   return r;
 }
 
@@ -185,21 +186,30 @@ struct AttemptResult {
   bool interrupted = false;  // a signal to the launcher stopped it
 };
 
-// Starts the local workers and runs them to the end. When one fails, the others get
-// `survivor_wait` to notice on their own (a collective past its deadline names the missing
-// rank), then SIGTERM, then SIGKILL after kill_grace.
-AttemptResult run_attempt(const LaunchOptions& o, const Rendezvous& r, int attempt, int signal_fd) {
+// Starts this host's workers of `round` and runs them to the end. When one fails, here or
+// on another host, the others get `survivor_wait` to notice on their own (a collective
+// past its deadline names the missing rank), then SIGTERM, then SIGKILL after kill_grace.
+AttemptResult run_attempt(const LaunchOptions& o, const Rendezvous& r, const LaunchRound& round,
+                          LaunchRendezvous& hosts, int signal_fd) {
   std::vector<Worker> workers(static_cast<size_t>(o.nproc_per_node));
   for (int i = 0; i < o.nproc_per_node; ++i) {
     Worker& w = workers[static_cast<size_t>(i)];
-    w.rank = o.node_rank * o.nproc_per_node + i;
-    w.pid = start(o, w, i, r.host, r.port, r.job_id, attempt);
+    w.rank = round.index * o.nproc_per_node + i;
+    w.pid = start(o, w, i, r, round);
   }
   AttemptResult result;
   using Clock = std::chrono::steady_clock;
-  auto term_at = Clock::time_point::max(), kill_at = Clock::time_point::max();
+  auto term_at = Clock::time_point::max(), kill_at = Clock::time_point::max(), ask_hosts_at = Clock::now();
+  bool failed = false;
   auto stop_all = [&](int signal) {
     for (const Worker& w : workers) ::kill(-w.pid, signal);  // the worker's whole group
+  };
+  auto on_failure = [&](const std::string& what) {
+    if (failed) return;
+    failed = true;
+    fmt::print(stderr, "chorus launch: {}; the other workers get {:.0f} s to finish\n", what,
+               std::chrono::duration<double>(o.survivor_wait).count());
+    term_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(o.survivor_wait);
   };
   for (bool running = true; running;) {
     std::vector<pollfd> fds{{signal_fd, POLLIN, 0}};
@@ -218,12 +228,15 @@ AttemptResult run_attempt(const LaunchOptions& o, const Rendezvous& r, int attem
         w.exit = exit_code(status);
         if (*w.exit != 0 && result.code == 0) {
           result.code = *w.exit;
-          fmt::print(stderr, "chorus launch: rank {} exited with code {}; the other workers get {:.0f} s to finish\n",
-                     w.rank, *w.exit, std::chrono::duration<double>(o.survivor_wait).count());
-          term_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(o.survivor_wait);
+          if (o.nnodes > 1) hosts.report_failure(round.attempt);
+          on_failure(fmt::format("rank {} exited with code {}", w.rank, *w.exit));
         }
       }
       running = running || !w.exit || w.output >= 0;
+    }
+    if (o.nnodes > 1 && !failed && running && Clock::now() >= ask_hosts_at) {
+      ask_hosts_at = Clock::now() + std::chrono::milliseconds(200);
+      if (hosts.failure_reported(round.attempt)) on_failure("a worker on another host failed");
     }
     if (Clock::now() >= term_at) {
       stop_all(SIGTERM);
@@ -238,6 +251,39 @@ AttemptResult run_attempt(const LaunchOptions& o, const Rendezvous& r, int attem
   return result;
 }
 
+void check(const LaunchOptions& o) {
+  if (o.command.empty()) throw ValueError("chorus launch: no program given (chorus launch -n N -- PROGRAM ARGS...)");
+  if (o.nproc_per_node < 1 || o.nnodes < 1) throw ValueError("chorus launch: expected -n >= 1 and --nnodes >= 1");
+  if (o.min_nnodes < 0 || o.min_nnodes > o.nnodes) {
+    throw_error<ValueError>("chorus launch: --nnodes {}:{} needs 1 <= MIN <= MAX", o.min_nnodes, o.nnodes);
+  }
+  if (o.node_rank < 0 || o.node_rank >= o.nnodes) {
+    throw_error<ValueError>("chorus launch: --node-rank {} is out of range for --nnodes {}", o.node_rank, o.nnodes);
+  }
+  if (o.max_restarts < 0) throw_error<ValueError>("chorus launch: expected --max-restarts >= 0, got {}", o.max_restarts);
+}
+
+// Runs attempts until one succeeds, a signal stops the launcher or the restarts run out.
+int run_attempts(const LaunchOptions& o, int signal_fd) {
+  const Rendezvous r = rendezvous_of(o);
+  LaunchRendezvous hosts(o, r.host, r.port, r.job_id);
+  for (int attempt = 0;; ++attempt) {
+    const std::optional<LaunchRound> round = hosts.join(attempt);
+    if (!round) {
+      fmt::print(stderr, "chorus launch: node {} joined attempt {} after it had started without it\n", o.node_rank,
+                 attempt);
+      return 1;
+    }
+    if (static_cast<int>(round->nodes.size()) < o.nnodes && o.node_rank == 0) {
+      fmt::print(stderr, "chorus launch: attempt {} runs on {} of {} hosts (nodes {})\n", attempt,
+                 round->nodes.size(), o.nnodes, fmt::join(round->nodes, ", "));
+    }
+    const AttemptResult result = run_attempt(o, r, *round, hosts, signal_fd);
+    if (result.code == 0 || result.interrupted || attempt == o.max_restarts) return result.code;
+    fmt::print(stderr, "chorus launch: restarting the workers (restart {} of {})\n", attempt + 1, o.max_restarts);
+  }
+}
+
 }  // namespace
 
 std::chrono::milliseconds LaunchOptions::default_survivor_wait() {
@@ -245,17 +291,8 @@ std::chrono::milliseconds LaunchOptions::default_survivor_wait() {
 }
 
 int launch(const LaunchOptions& o) {
-  if (o.command.empty()) throw ValueError("chorus launch: no program given (chorus launch -n N -- PROGRAM ARGS...)");
-  if (o.nproc_per_node < 1 || o.nnodes < 1) throw ValueError("chorus launch: expected -n >= 1 and --nnodes >= 1");
-  if (o.node_rank < 0 || o.node_rank >= o.nnodes) {
-    throw_error<ValueError>("chorus launch: --node-rank {} is out of range for --nnodes {}", o.node_rank, o.nnodes);
-  }
-  if (o.max_restarts < 0) throw_error<ValueError>("chorus launch: expected --max-restarts >= 0, got {}", o.max_restarts);
-  if (o.max_restarts > 0 && o.nnodes > 1) {
-    throw ValueError("chorus launch: --max-restarts is for single-host jobs; a job on several hosts cannot restart yet");
-  }
-  rendezvous_of(o, 0);  // bad --master fails before anything starts
-
+  check(o);
+  rendezvous_of(o);  // bad --master fails before anything starts
   int signal_pipe[2];
   if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw Error("chorus launch: pipe failed");
   g_signal_pipe = signal_pipe[1];
@@ -263,18 +300,21 @@ int launch(const LaunchOptions& o) {
   action.sa_handler = on_signal;
   ::sigaction(SIGINT, &action, &old_int);
   ::sigaction(SIGTERM, &action, &old_term);
-  AttemptResult result;
-  for (int attempt = 0;; ++attempt) {
-    result = run_attempt(o, rendezvous_of(o, attempt), attempt, signal_pipe[0]);
-    if (result.code == 0 || result.interrupted || attempt == o.max_restarts) break;
-    fmt::print(stderr, "chorus launch: restarting the workers (restart {} of {})\n", attempt + 1, o.max_restarts);
+  auto restore = [&] {
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+    ::close(signal_pipe[0]);
+    ::close(signal_pipe[1]);
+    g_signal_pipe = -1;
+  };
+  try {
+    const int code = run_attempts(o, signal_pipe[0]);
+    restore();
+    return code;
+  } catch (...) {
+    restore();
+    throw;
   }
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  ::close(signal_pipe[0]);
-  ::close(signal_pipe[1]);
-  g_signal_pipe = -1;
-  return result.code;
 }
 
 }  // namespace chorus::distribute

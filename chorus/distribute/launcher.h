@@ -2,8 +2,9 @@
 // `chorus launch -n N -- PROGRAM ARGS...` runs). Each gets the torchrun-style environment
 // that discover_cluster() reads, its output is prefixed with its rank, SIGINT/SIGTERM are
 // forwarded to all, and when one worker fails the others are stopped (and, with
-// max_restarts, all started again). Call from one thread; it installs signal handlers for
-// its duration.
+// max_restarts, all started again — on every host, and with fewer hosts if min_nnodes
+// allows). Node 0's launcher hosts the job's rendezvous store. Call from one thread; it
+// installs signal handlers for its duration.
 #pragma once
 
 #include <chrono>
@@ -15,8 +16,13 @@ namespace chorus::distribute {
 struct LaunchOptions {
   int nproc_per_node = 1;  // workers started here
   int nnodes = 1;          // hosts in the job, each running its own launch
-  int node_rank = 0;       // this host's index; its workers are ranks node_rank * nproc_per_node + i
-  // Rank 0's rendezvous address "HOST:PORT". Empty: 127.0.0.1 and a free port, which only
+  // Elastic jobs (--nnodes MIN:MAX): an attempt may start with as few as this many hosts
+  // when the others do not join, e.g. after a host was lost. 0: nnodes, all of them.
+  int min_nnodes = 0;
+  // This host's index. Node 0 hosts the store and must stay. Its workers take ranks
+  // i * nproc_per_node + local rank, where i is its place among the attempt's hosts.
+  int node_rank = 0;
+  // Node 0's rendezvous address "HOST:PORT". Empty: 127.0.0.1 and a free port, which only
   // a single-host job may use.
   std::string master;
   std::vector<std::string> command;  // the program and its arguments
@@ -28,10 +34,16 @@ struct LaunchOptions {
   // collective waiting for the failed rank reaches its deadline and names it. Default:
   // $CHORUS_COLLECTIVE_TIMEOUT (or 300 s) + 1 s.
   std::chrono::milliseconds survivor_wait = default_survivor_wait();
-  // Restarts all local workers (a new rendezvous each time; CHORUS_RESTART_COUNT tells
-  // them which) up to this many times after a failure: torchrun's --max-restarts. A job
-  // with callbacks::BackupAndRestore resumes from its last backup. Single host only.
+  // Restarts all workers, on every host, up to this many times after a failure:
+  // torchrun's --max-restarts. Each attempt is a new rendezvous (CHORUS_RESTART_COUNT
+  // tells workers which); the store refuses workers of an earlier one. A job with
+  // callbacks::BackupAndRestore resumes from its last backup.
   int max_restarts = 0;
+  // How long node 0 waits for the hosts of an attempt (torchrun's join_timeout), and,
+  // once min_nnodes have joined, for the rest (last_call_timeout). A host that lost its
+  // workers to another host's failure rejoins within about survivor_wait + kill_grace.
+  std::chrono::milliseconds join_timeout = std::chrono::seconds(600);
+  std::chrono::milliseconds last_call = std::chrono::seconds(30);
 
   static std::chrono::milliseconds default_survivor_wait();
 };
@@ -40,7 +52,9 @@ struct LaunchOptions {
 // exit code of the first worker to fail in the last attempt (128 + N for one killed by
 // signal N), after stopping the rest.
 // Throws ValueError for bad options (no command, a multi-host job without --master,
-// node_rank out of range) and Error if a worker cannot be started.
+// node_rank out of range, min_nnodes above nnodes), StoreError if node 0's store cannot be
+// served or reached, and Error if a worker cannot be started or too few hosts join an
+// attempt.
 int launch(const LaunchOptions& options);
 
 // A loopback TCP port nobody listens on now, for a single-host job's rendezvous. Picked

@@ -1,9 +1,9 @@
 // TcpStore: the rendezvous key-value store of a multi-worker job, a
-// gloo::rendezvous::Store over TCP (Debian's Gloo has none). Rank 0 hosts the server, a
-// thread listening on the cluster's master address; every rank, rank 0 included, talks
-// to it as a client. get() and wait() block until the keys are set or the deadline
-// passes. The job id is checked when a client connects, so two jobs on one host never
-// cross. Thread-safe: requests from several threads take turns.
+// gloo::rendezvous::Store over TCP (Debian's Gloo has none). Its server (TcpStoreServer)
+// listens on the cluster's master address, hosted by rank 0 or by `chorus launch`; every
+// rank talks to it as a client. get() and wait() block until the keys are set or the
+// deadline passes. The job id is checked when a client connects, so two jobs (or two
+// attempts of one job) never cross. Thread-safe: requests from several threads take turns.
 #pragma once
 
 #include <chrono>
@@ -16,6 +16,7 @@
 
 #include "chorus/core/error.h"
 #include "chorus/distribute/cluster.h"
+#include "chorus/distribute/tcp_store_server.h"
 
 namespace chorus::distribute {
 
@@ -36,9 +37,12 @@ struct TcpStoreOptions {
 class TcpStore : public gloo::rendezvous::Store {
  public:
   // Rank 0 starts the server on cluster.master_addr:master_port (throws StoreError if the
-  // port is taken, naming it); every rank then connects. REQUIRES: cluster.master_addr
-  // and master_port set (ValueError otherwise).
+  // port is taken, naming it) unless the launcher hosts it (cluster.store_on_launcher);
+  // every rank then connects. REQUIRES: cluster.master_addr and master_port set
+  // (ValueError otherwise).
   explicit TcpStore(const ClusterSpec& cluster, TcpStoreOptions options = {});
+  // A client of the server at host:port, as `job_id` (a launcher's own connection).
+  TcpStore(const std::string& host, int port, std::string job_id, TcpStoreOptions options = {});
   ~TcpStore() override;
   TcpStore(const TcpStore&) = delete;
   TcpStore& operator=(const TcpStore&) = delete;
@@ -58,8 +62,7 @@ class TcpStore : public gloo::rendezvous::Store {
   const std::string& address() const { return address_; }
 
  private:
-  class Server;
-
+  void connect(const std::string& host, int port);
   // Sends one request and reads its reply within `timeout`; returns the reply's payload.
   std::vector<char> request(uint8_t op, const std::vector<std::string>& keys, const std::vector<char>& data,
                             std::chrono::milliseconds timeout, const char* what);
@@ -67,7 +70,8 @@ class TcpStore : public gloo::rendezvous::Store {
   TcpStoreOptions options_;
   std::string address_;  // "host:port", for messages
   std::string job_id_;
-  std::unique_ptr<Server> server_;
+  std::string host_ = "rank 0";  // who serves the store, for messages
+  std::unique_ptr<TcpStoreServer> server_;
   std::mutex mutex_;
   int fd_ = -1;
   bool broken_ = false;  // a request timed out mid-way: the stream is out of step

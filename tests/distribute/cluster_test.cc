@@ -96,6 +96,10 @@ TEST(ClusterTest, Torchrun) {
   EXPECT_EQ(spec.master_addr, "node0");
   EXPECT_EQ(spec.master_port, 29500);
   EXPECT_EQ(spec.job_id, "job7");
+  EXPECT_FALSE(spec.store_on_launcher);  // rank 0 hosts the store
+  EXPECT_TRUE(discover({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"},
+                        {"CHORUS_STORE_ON_LAUNCHER", "1"}})
+                  .store_on_launcher);  // chorus launch hosts it
 }
 
 TEST(ClusterTest, OpenMpiAndSlurm) {

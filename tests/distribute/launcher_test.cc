@@ -1,6 +1,7 @@
 // chorus launch's engine on real child processes: the environment each worker sees, the
-// rank prefix on its output, stopping everyone when one worker fails, and the free port a
-// single-host job rendezvouses on.
+// rank prefix on its output, stopping everyone when one worker fails, restarts — on one
+// host, on two (two launchers of the built CLI on this machine), and with a host lost —
+// and the free port a single-host job rendezvouses on.
 #include "chorus/distribute/launcher.h"
 
 #include <gmock/gmock.h>
@@ -12,13 +13,17 @@
 
 #include <chrono>
 #include <fstream>
+#include <future>
 
 #include "chorus/core/error.h"
+#include "tests/testing/free_port.h"
+#include "tests/testing/run_chorus.h"
 
 namespace chorus::distribute {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::ThrowsMessage;
 
 TEST(LauncherTest, WorkersGetTheirEnvironmentAndPrefixedOutput) {
@@ -83,8 +88,58 @@ TEST(LauncherTest, BadOptions) {
               ThrowsMessage<ValueError>(HasSubstr("--master expects HOST:PORT")));
   EXPECT_THAT([] { launch({.command = {"true"}, .max_restarts = -1}); },
               ThrowsMessage<ValueError>(HasSubstr("expected --max-restarts >= 0, got -1")));
-  EXPECT_THAT([] { launch({.nnodes = 2, .master = "h:1", .command = {"true"}, .max_restarts = 1}); },
-              ThrowsMessage<ValueError>(HasSubstr("--max-restarts is for single-host jobs")));
+  EXPECT_THAT([] { launch({.nnodes = 2, .min_nnodes = 3, .master = "h:1", .command = {"true"}}); },
+              ThrowsMessage<ValueError>(HasSubstr("--nnodes 3:2 needs 1 <= MIN <= MAX")));
+  const auto bad = chorus::testing::run_chorus("launch --nnodes 1:x -- true");
+  if (bad.exit_code == -1) GTEST_SKIP() << bad.output;
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.output, HasSubstr("expected MAX or MIN:MAX hosts, got \"1:x\""));
+}
+
+// Runs `chorus launch` as node `node` of a job of `nnodes` hosts on this machine, each
+// with one worker running `script`.
+std::future<chorus::testing::ChorusRun> host(int node, const std::string& nnodes, int port, const std::string& script) {
+  return std::async(std::launch::async, [=] {
+    return chorus::testing::run_chorus(
+        fmt::format("launch --nnodes {} --node-rank {} --master 127.0.0.1:{} --max-restarts 1 --last-call-timeout 3 "
+                    "-n 1 -- sh -c '{}'",
+                    nnodes, node, port, script),
+        "/dev/null", "CHORUS_COLLECTIVE_TIMEOUT=1");  // survivors get 2 s
+  });
+}
+
+TEST(LauncherTest, AFailureOnOneHostRestartsTheWorkersOfEveryHost) {
+  const int port = chorus::testing::free_port();
+  const std::string script =
+      "echo attempt $CHORUS_RESTART_COUNT rank $RANK of $WORLD_SIZE; "
+      "if [ $CHORUS_RESTART_COUNT = 0 ]; then if [ $RANK = 1 ]; then exit 3; fi; sleep 30; fi";
+  auto node0 = host(0, "2", port, script), node1 = host(1, "2", port, script);
+  const auto run0 = node0.get(), run1 = node1.get();
+  if (run0.exit_code == -1) GTEST_SKIP() << run0.output;
+  EXPECT_EQ(run0.exit_code, 0) << run0.output;
+  EXPECT_EQ(run1.exit_code, 0) << run1.output;
+  EXPECT_THAT(run0.output, HasSubstr("[0] attempt 0 rank 0 of 2\n"));
+  EXPECT_THAT(run0.output, HasSubstr("chorus launch: a worker on another host failed; the other workers get 2 s"));
+  EXPECT_THAT(run0.output, HasSubstr("[0] attempt 1 rank 0 of 2\n"));
+  EXPECT_THAT(run1.output, HasSubstr("chorus launch: rank 1 exited with code 3"));
+  EXPECT_THAT(run1.output, HasSubstr("[1] attempt 1 rank 1 of 2\n"));
+}
+
+TEST(LauncherTest, AnElasticJobRestartsWithTheHostsLeftWhenOneIsLost) {
+  const int port = chorus::testing::free_port();
+  // In attempt 0 rank 1's host goes down (its launcher is killed) and rank 0 then fails.
+  const std::string script =
+      "echo attempt $CHORUS_RESTART_COUNT rank $RANK of $WORLD_SIZE; "
+      "if [ $CHORUS_RESTART_COUNT = 0 ]; then if [ $RANK = 1 ]; then kill -9 $PPID; exit 1; fi; sleep 1; exit 7; fi";
+  auto node0 = host(0, "1:2", port, script), node1 = host(1, "1:2", port, script);
+  const auto run0 = node0.get(), run1 = node1.get();
+  if (run0.exit_code == -1) GTEST_SKIP() << run0.output;
+  EXPECT_EQ(run0.exit_code, 0) << run0.output;
+  EXPECT_NE(run1.exit_code, 0) << run1.output;
+  EXPECT_THAT(run0.output, HasSubstr("[0] attempt 0 rank 0 of 2\n"));
+  EXPECT_THAT(run0.output, HasSubstr("chorus launch: attempt 1 runs on 1 of 2 hosts (nodes 0)"));
+  EXPECT_THAT(run0.output, HasSubstr("[0] attempt 1 rank 0 of 1\n"));
+  EXPECT_THAT(run1.output, Not(HasSubstr("attempt 1")));
 }
 
 TEST(LauncherTest, FreePortsComeFromBelowTheEphemeralRangeAndCanBeListenedOn) {

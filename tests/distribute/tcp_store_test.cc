@@ -1,6 +1,7 @@
 // The rendezvous store over real TCP on 127.0.0.1, with ranks as threads: values cross
 // ranks, get and wait block until set, deadlines and other jobs give clear errors, a
-// worker that starts before rank 0 still joins, and Gloo connects through it.
+// worker that starts before rank 0 still joins, Gloo connects through it, and a
+// launcher-hosted store keeps a restarted job's attempts apart.
 #include "chorus/distribute/tcp_store.h"
 
 #include <gmock/gmock.h>
@@ -102,6 +103,36 @@ TEST(TcpStoreTest, GlooRendezvousesThroughIt) {
     EXPECT_EQ(data.front(), 6.0f);
     EXPECT_EQ(data.back(), 6.0f);
   }
+}
+
+TEST(TcpStoreTest, ALauncherHostedStoreKeepsAttemptsApartAndRefusesAnEarlierOnesWorkers) {
+  const int port = free_port();
+  TcpStoreServer server("127.0.0.1", port, "job");
+  TcpStore launcher("127.0.0.1", port, "job", {.timeout = 2s});
+  ClusterSpec rank0 = rank_of(0, 2, port, "job/attempt-0");
+  rank0.store_on_launcher = true;  // rank 0 connects rather than listening
+  TcpStore old_worker(rank0, {.timeout = 5s});
+  old_worker.set("rank_0", bytes("10.0.0.1:4000"));
+  launcher.set("launch/0/members", bytes("0"));
+  auto stuck = std::async(std::launch::async, [&] { old_worker.wait({"rank_1"}); });
+  std::this_thread::sleep_for(50ms);  // the wait reaches the server
+
+  server.start_attempt(1);
+  EXPECT_THAT([&] { stuck.get(); }, ThrowsMessage<StoreError>(HasSubstr("the job restarted: attempt 1 began")));
+  EXPECT_THAT([&] { TcpStore late(rank0); },
+              ThrowsMessage<StoreError>(HasSubstr("this store serves attempt 1 of job \"job\", but the client belongs "
+                                                  "to attempt 0: it is left over from before a restart")));
+  rank0.job_id = "job/attempt-1";
+  TcpStore new_worker(rank0, {.timeout = 2s});
+  EXPECT_FALSE(new_worker.check({"rank_0"}));  // attempt 0's address is not attempt 1's
+  EXPECT_TRUE(launcher.check({"launch/0/members"}));  // the launchers' keys outlive attempts
+  EXPECT_FALSE(new_worker.check({"launch/0/members"}));
+  rank0.job_id = "job/attempt-2";
+  EXPECT_THAT([&] { TcpStore early(rank0); },
+              ThrowsMessage<StoreError>(HasSubstr("belongs to attempt 2: that has not begun")));
+  rank0.job_id = "other";
+  EXPECT_THAT([&] { TcpStore other(rank0); },
+              ThrowsMessage<StoreError>(HasSubstr("this store serves job \"job\", but the client belongs to job \"other\"")));
 }
 
 }  // namespace
