@@ -1,70 +1,48 @@
 #include "chorus/layers/registry.h"
 
-#include <map>
-#include <mutex>
-
+#include "chorus/core/registry.h"
 #include "chorus/layers/layers.h"
 
 namespace chorus::layers {
 namespace {
 
-struct Registry {
-  std::mutex mutex;
-  std::map<std::string, LayerFactory> factories;
-};
-
 // The built-ins are listed here rather than registered by static initialisers in each
 // layer's file, which a static library's linker could drop.
-Registry& registry() {
-  static Registry* instance = [] {
-    auto* r = new Registry;
-    r->factories = {
-        {"Activation", Activation::from_config},
-        {"Add", Add::from_config},
-        {"BatchNormalization", BatchNormalization::from_config},
-        {"Concatenate", Concatenate::from_config},
-        {"Dense", Dense::from_config},
-        {"Dropout", Dropout::from_config},
-        {"EinsumDense", EinsumDense::from_config},
-        {"Embedding", Embedding::from_config},
-        {"Flatten", Flatten::from_config},
-        {"Hashing", Hashing::from_config},
-        {"InputLayer", InputLayer::from_config},
-        {"IntegerLookup", IntegerLookup::from_config},
-        {"LayerNormalization", LayerNormalization::from_config},
-        {"MultiHeadAttention", MultiHeadAttention::from_config},
-        {"Normalization", Normalization::from_config},
-        {"PositionEmbedding", PositionEmbedding::from_config},
-        {"Reshape", Reshape::from_config},
-        {"ReversibleEmbedding", ReversibleEmbedding::from_config},
-        {"StringLookup", StringLookup::from_config},
-        {"TextVectorization", TextVectorization::from_config},
-        {"TokenAndPositionEmbedding", TokenAndPositionEmbedding::from_config},
-        {"TransformerEncoder", TransformerEncoder::from_config},
-    };
-    return r;
-  }();
-  return *instance;
+Registry<Layer>& registry() {
+  static Registry<Layer> instance("layer", {
+      {"Activation", Activation::from_config},
+      {"Add", Add::from_config},
+      {"BatchNormalization", BatchNormalization::from_config},
+      {"Concatenate", Concatenate::from_config},
+      {"Dense", Dense::from_config},
+      {"Dropout", Dropout::from_config},
+      {"EinsumDense", EinsumDense::from_config},
+      {"Embedding", Embedding::from_config},
+      {"Flatten", Flatten::from_config},
+      {"Hashing", Hashing::from_config},
+      {"InputLayer", InputLayer::from_config},
+      {"IntegerLookup", IntegerLookup::from_config},
+      {"LayerNormalization", LayerNormalization::from_config},
+      {"MultiHeadAttention", MultiHeadAttention::from_config},
+      {"Normalization", Normalization::from_config},
+      {"PositionEmbedding", PositionEmbedding::from_config},
+      {"Reshape", Reshape::from_config},
+      {"ReversibleEmbedding", ReversibleEmbedding::from_config},
+      {"StringLookup", StringLookup::from_config},
+      {"TextVectorization", TextVectorization::from_config},
+      {"TokenAndPositionEmbedding", TokenAndPositionEmbedding::from_config},
+      {"TransformerEncoder", TransformerEncoder::from_config},
+  });
+  return instance;
 }
 
 }  // namespace
 
 void register_layer(std::string class_name, LayerFactory factory) {
-  if (class_name.empty()) throw_error<ValueError>("register_layer: expected a class name, got an empty string");
-  if (!factory)
-    throw_error<ValueError>("register_layer: expected a factory for '{}', got an empty function", class_name);
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  r.factories[std::move(class_name)] = std::move(factory);
+  registry().add("register_layer", std::move(class_name), std::move(factory));
 }
 
-std::vector<std::string> registered_layers() {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : r.factories) names.push_back(name);
-  return names;
-}
+std::vector<std::string> registered_layers() { return registry().names(); }
 
 std::shared_ptr<Layer> layer_from_config(const nlohmann::json& config) {
   if (!config.is_object() || !config.contains("class_name") || !config["class_name"].is_string()) {
@@ -72,21 +50,8 @@ std::shared_ptr<Layer> layer_from_config(const nlohmann::json& config) {
                             config.dump());
   }
   const std::string class_name = config["class_name"].get<std::string>();
-  LayerFactory factory;
-  {
-    Registry& r = registry();
-    std::lock_guard lock(r.mutex);
-    auto it = r.factories.find(class_name);
-    if (it != r.factories.end()) factory = it->second;
-  }
-  if (!factory) {
-    std::string known;
-    for (const std::string& name : registered_layers()) known += (known.empty() ? "" : ", ") + name;
-    throw_error<ValueError>("layer_from_config: unknown layer class '{}'. Known classes: {}", class_name, known);
-  }
-  // The factory runs outside the lock: it may construct layers that look up others.
   try {
-    return factory(config.value("config", nlohmann::json::object()));
+    return registry().make("layer_from_config", class_name, config.value("config", nlohmann::json::object()));
   } catch (const nlohmann::json::exception& e) {  // a value of the wrong JSON type
     throw_error<ValueError>("layer_from_config: bad config for {}: {}", class_name, e.what());
   }

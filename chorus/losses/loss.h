@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chorus/core/registry.h"
 #include "chorus/core/tensor.h"
 
 namespace chorus::losses {
@@ -37,8 +38,8 @@ class Loss {
   virtual nlohmann::json get_config() const { return {{"name", name_}}; }
 
   // "mse", "mean_squared_error", "mae", "huber", "binary_crossentropy",
-  // "categorical_crossentropy", "sparse_categorical_crossentropy" (Keras's names).
-  // Throws ValueError listing the known names.
+  // "categorical_crossentropy", "sparse_categorical_crossentropy" (Keras's names), or the
+  // class name of a registered loss. Throws ValueError listing the known names.
   static std::shared_ptr<Loss> from_name(std::string_view name);
   // {"class_name": "...", "config": get_config()} and back (compile configs in saved
   // models). from_config throws ValueError naming an unknown class.
@@ -49,5 +50,10 @@ class Loss {
   std::string name_;
   std::string reduction_;
 };
+
+// Makes a loss class of the user's known to from_config and from_name (so load_model
+// rebuilds a model compiled with it): `factory` receives its get_config(). Registering a
+// name again replaces it. Throws ValueError for an empty name or factory.
+void register_loss(std::string class_name, Registry<Loss>::Factory factory);
 
 }  // namespace chorus::losses

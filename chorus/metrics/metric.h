@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chorus/core/registry.h"
 #include "chorus/core/tensor.h"
 
 namespace chorus::metrics {
@@ -42,7 +43,8 @@ class Metric {
   // "sparse_categorical_accuracy", "top_k_categorical_accuracy",
   // "sparse_top_k_categorical_accuracy", "mse"/"mean_squared_error", "mae". "accuracy"
   // gives an Accuracy whose kind is settled by the first batch's shapes (Keras's compile
-  // rule: sparse labels → sparse_categorical, one output unit → binary, else categorical).
+  // rule: sparse labels → sparse_categorical, one output unit → binary, else categorical);
+  // or the class name of a registered metric.
   static std::shared_ptr<Metric> from_name(std::string_view name);
   // {"class_name": "...", "config": get_config()} and back (compile configs in saved
   // models). from_config throws ValueError naming an unknown class.
@@ -55,5 +57,10 @@ class Metric {
  private:
   std::string name_;
 };
+
+// Makes a metric class of the user's known to from_config and from_name (so load_model
+// rebuilds a model compiled with it): `factory` receives its get_config(). Registering a
+// name again replaces it. Throws ValueError for an empty name or factory.
+void register_metric(std::string class_name, Registry<Metric>::Factory factory);
 
 }  // namespace chorus::metrics

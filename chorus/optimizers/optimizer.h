@@ -18,6 +18,7 @@
 
 #include "chorus/autograd/indexed_slices.h"
 #include "chorus/autograd/variable.h"
+#include "chorus/core/registry.h"
 #include "chorus/optimizers/learning_rate.h"
 
 namespace chorus::optimizers {
@@ -83,8 +84,8 @@ class Optimizer {
   // optimizer's own arguments}.
   virtual nlohmann::json get_config() const;
 
-  // "sgd", "adam", "adamw", "adagrad", "rmsprop" with Keras's defaults. Throws ValueError
-  // listing them for any other name.
+  // "sgd", "adam", "adamw", "adagrad", "rmsprop" (any case) with Keras's defaults, or the
+  // class name of a registered optimizer. Throws ValueError listing them for any other name.
   static std::shared_ptr<Optimizer> from_name(std::string_view name);
   // Rebuilds an optimizer from get_config()'s output (with "class_name" added by
   // to_config). Throws ValueError naming an unknown class.
@@ -130,5 +131,10 @@ class Optimizer {
   std::vector<std::vector<Variable>> slots_;
   std::vector<Variable> all_slots_;
 };
+
+// Makes an optimizer class of the user's known to from_config and from_name (so
+// load_model rebuilds a model compiled with it): `factory` receives its get_config().
+// Registering a name again replaces it. Throws ValueError for an empty name or factory.
+void register_optimizer(std::string class_name, Registry<Optimizer>::Factory factory);
 
 }  // namespace chorus::optimizers

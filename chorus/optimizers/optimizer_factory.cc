@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <string>
 
 #include "chorus/core/error.h"
+#include "chorus/core/registry.h"
 #include "chorus/optimizers/adagrad.h"
 #include "chorus/optimizers/adam.h"
 #include "chorus/optimizers/adamw.h"
@@ -114,6 +116,17 @@ std::shared_ptr<Optimizer> rmsprop_from_config(const json& config) {
   return out;
 }
 
+Registry<Optimizer>& registry() {
+  static Registry<Optimizer> instance("optimizer", {
+      {"SGD", sgd_from_config},
+      {"Adam", adam_from_config},
+      {"AdamW", adamw_from_config},
+      {"Adagrad", adagrad_from_config},
+      {"RMSprop", rmsprop_from_config},
+  });
+  return instance;
+}
+
 }  // namespace
 
 std::shared_ptr<Optimizer> Optimizer::from_name(std::string_view name) {
@@ -124,7 +137,15 @@ std::shared_ptr<Optimizer> Optimizer::from_name(std::string_view name) {
   if (key == "adamw") return std::make_shared<AdamW>();
   if (key == "adagrad") return std::make_shared<Adagrad>();
   if (key == "rmsprop") return std::make_shared<RMSprop>();
-  throw_error<ValueError>("unknown optimizer '{}': expected one of sgd, adam, adamw, adagrad, rmsprop", name);
+  // A class registered by the user, by its class name, with its defaults.
+  const std::string class_name(name);
+  if (registry().contains(class_name)) return registry().make("Optimizer::from_name", class_name, json::object());
+  const std::set<std::string> builtins = {"sgd", "adam", "adamw", "adagrad", "rmsprop"};
+  std::string known = "sgd, adam, adamw, adagrad, rmsprop";
+  for (const std::string& registered : registry().names()) {
+    if (!builtins.contains(lower(registered))) known += ", " + registered;
+  }
+  throw_error<ValueError>("unknown optimizer '{}': expected one of {}", name, known);
 }
 
 std::shared_ptr<Optimizer> Optimizer::from_config(const json& config) {
@@ -135,14 +156,11 @@ std::shared_ptr<Optimizer> Optimizer::from_config(const json& config) {
   outer.string("registered_name", "");
   const json& inner = outer.raw("config");
   outer.finish();
-  if (class_name == "SGD") return sgd_from_config(inner);
-  if (class_name == "Adam") return adam_from_config(inner);
-  if (class_name == "AdamW") return adamw_from_config(inner);
-  if (class_name == "Adagrad") return adagrad_from_config(inner);
-  if (class_name == "RMSprop") return rmsprop_from_config(inner);
-  throw_error<ValueError>(
-      "Optimizer::from_config: unknown optimizer class '{}': expected one of SGD, Adam, AdamW, Adagrad, RMSprop",
-      class_name);
+  return registry().make("Optimizer::from_config", class_name, inner);
+}
+
+void register_optimizer(std::string class_name, Registry<Optimizer>::Factory factory) {
+  registry().add("register_optimizer", std::move(class_name), std::move(factory));
 }
 
 }  // namespace chorus::optimizers

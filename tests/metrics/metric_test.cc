@@ -191,7 +191,8 @@ TEST(MetricTest, ConfigsRoundTrip) {
 TEST(MetricTest, FromConfigErrors) {
   EXPECT_THAT([] { Metric::from_config({{"class_name", "AUC"}, {"config", nlohmann::json::object()}}); },
               ThrowsMessage<ValueError>(
-                  HasSubstr("Metric::from_config: unknown metric class 'AUC'; known classes: Mean, Sum, Accuracy")));
+                  HasSubstr("Metric::from_config: unknown metric class 'AUC'. Known classes: Accuracy, BinaryAccuracy, "
+                            "CategoricalAccuracy, Mean")));
   EXPECT_THAT([] { Metric::from_config(nlohmann::json::array()); },
               ThrowsMessage<ValueError>(HasSubstr("Metric::from_config: expected {\"class_name\"")));
   EXPECT_THAT([] { Metric::from_config({{"class_name", "Accuracy"}, {"config", {{"kind", "fuzzy"}}}}); },

@@ -278,7 +278,8 @@ TEST(OptimizerTest, FromConfigReadsAConfigWrittenByKeras) {
 
 TEST(OptimizerTest, FromConfigErrors) {
   EXPECT_THAT([] { Optimizer::from_config({{"class_name", "Nadam"}, {"config", nlohmann::json::object()}}); },
-              ThrowsMessage<ValueError>(HasSubstr("unknown optimizer class 'Nadam': expected one of SGD, Adam")));
+              ThrowsMessage<ValueError>(HasSubstr("Optimizer::from_config: unknown optimizer class 'Nadam'. Known classes: "
+                                                  "Adagrad, Adam, AdamW, RMSprop, SGD")));
   EXPECT_THAT([] { Optimizer::from_config({{"config", nlohmann::json::object()}}); },
               ThrowsMessage<ValueError>(HasSubstr("Optimizer::from_config: config is missing 'class_name'")));
   EXPECT_THAT([] { Optimizer::from_config({{"class_name", "Adam"}, {"config", {{"beta1", 0.5}}}}); },

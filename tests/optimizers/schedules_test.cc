@@ -157,8 +157,8 @@ TEST(ScheduleTest, ConstructorErrors) {
 
 TEST(ScheduleTest, FromConfigErrors) {
   EXPECT_THAT([] { schedule_from_config({{"class_name", "InverseTimeDecay"}, {"config", nlohmann::json::object()}}); },
-              ThrowsMessage<ValueError>(HasSubstr("schedule_from_config: unknown schedule class 'InverseTimeDecay': "
-                                                  "expected one of ExponentialDecay, PolynomialDecay")));
+              ThrowsMessage<ValueError>(HasSubstr("schedule_from_config: unknown schedule class 'InverseTimeDecay'. "
+                                                  "Known classes: CosineDecay, ExponentialDecay, LinearWarmup")));
   EXPECT_THAT([] { schedule_from_config({{"class_name", "ExponentialDecay"}, {"config", {{"decay_steps", 10}}}}); },
               ThrowsMessage<ValueError>(HasSubstr("ExponentialDecay: config is missing 'initial_learning_rate'")));
   EXPECT_THAT(

@@ -12,6 +12,26 @@
 
 namespace chorus::optimizers::schedules {
 
+namespace {
+
+template <class Schedule>
+std::shared_ptr<const LearningRateSchedule> make(const nlohmann::json& config) {
+  return std::make_shared<Schedule>(Schedule::from_config(config));
+}
+
+Registry<const LearningRateSchedule>& registry() {
+  static Registry<const LearningRateSchedule> instance("schedule", {
+      {"ExponentialDecay", make<ExponentialDecay>},
+      {"PolynomialDecay", make<PolynomialDecay>},
+      {"CosineDecay", make<CosineDecay>},
+      {"PiecewiseConstantDecay", make<PiecewiseConstantDecay>},
+      {"LinearWarmup", make<LinearWarmup>},
+  });
+  return instance;
+}
+
+}  // namespace
+
 std::shared_ptr<const LearningRateSchedule> schedule_from_config(const nlohmann::json& config) {
   ConfigReader reader("schedule_from_config", config);
   reader.require({"class_name", "config"});
@@ -20,17 +40,11 @@ std::shared_ptr<const LearningRateSchedule> schedule_from_config(const nlohmann:
   reader.string("registered_name", "");
   const nlohmann::json& inner = reader.raw("config");
   reader.finish();
-  if (class_name == "ExponentialDecay") return std::make_shared<ExponentialDecay>(ExponentialDecay::from_config(inner));
-  if (class_name == "PolynomialDecay") return std::make_shared<PolynomialDecay>(PolynomialDecay::from_config(inner));
-  if (class_name == "CosineDecay") return std::make_shared<CosineDecay>(CosineDecay::from_config(inner));
-  if (class_name == "PiecewiseConstantDecay") {
-    return std::make_shared<PiecewiseConstantDecay>(PiecewiseConstantDecay::from_config(inner));
-  }
-  if (class_name == "LinearWarmup") return std::make_shared<LinearWarmup>(LinearWarmup::from_config(inner));
-  throw_error<ValueError>(
-      "schedule_from_config: unknown schedule class '{}': expected one of ExponentialDecay, PolynomialDecay, "
-      "CosineDecay, PiecewiseConstantDecay, LinearWarmup",
-      class_name);
+  return registry().make("schedule_from_config", class_name, inner);
+}
+
+void register_schedule(std::string class_name, Registry<const LearningRateSchedule>::Factory factory) {
+  registry().add("register_schedule", std::move(class_name), std::move(factory));
 }
 
 }  // namespace chorus::optimizers::schedules
