@@ -3,6 +3,10 @@
 //   reply:   u8 status (0 ok, 1 error), u32 length, bytes (a value or an error message)
 #include "chorus/distribute/store_wire.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
+
 namespace chorus::distribute::store_wire {
 namespace {
 
@@ -64,6 +68,17 @@ std::optional<Reply> decode_reply(const std::vector<char>& in) {
   const uint32_t len = get_u32(&in[1]);
   if (in.size() < 5 + size_t{len}) return std::nullopt;
   return Reply{static_cast<uint8_t>(in[0]), std::vector<char>(in.begin() + 5, in.begin() + 5 + len)};
+}
+
+bool send_all(int fd, const std::vector<char>& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 }  // namespace chorus::distribute::store_wire

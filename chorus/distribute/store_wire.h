@@ -1,7 +1,7 @@
 // The rendezvous store's wire messages (TcpStore's requests and replies): encoding, and
-// decoding from the front of a receive buffer that may hold a partial message. Pure
-// functions, kept apart from the sockets so the decoders can be tested and fuzzed alone;
-// thread-safe.
+// decoding from the front of a receive buffer that may hold a partial message — pure
+// functions, kept apart from the sockets so the decoders can be tested and fuzzed alone —
+// and the socket write both ends share. Thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -33,5 +33,9 @@ std::optional<Request> decode_request(std::vector<char>& in);
 std::vector<char> encode_reply(uint8_t status, const char* data, size_t size);
 // The reply at the front of `in`, or nullopt if more bytes are needed. Never throws.
 std::optional<Reply> decode_reply(const std::vector<char>& in);
+
+// Sends all of `bytes` on the socket `fd` (retrying short writes and EINTR, never raising
+// SIGPIPE); false once the peer is gone.
+bool send_all(int fd, const std::vector<char>& bytes);
 
 }  // namespace chorus::distribute::store_wire

@@ -31,17 +31,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool write_all(int fd, const std::vector<char>& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 addrinfo* resolve(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -121,7 +110,7 @@ std::vector<char> TcpStore::request(uint8_t op, const std::vector<std::string>& 
     return op == kHello ? std::string(what) : fmt::format("{}({})", what, names);
   };
   if (broken_) throw_error<StoreError>("rendezvous store at {}: {} after an earlier request failed", address_, describe());
-  if (!write_all(fd_, encode_request(op, keys, data))) {
+  if (!store_wire::send_all(fd_, encode_request(op, keys, data))) {
     broken_ = true;
     throw_error<StoreError>("rendezvous store at {}: {}: the connection to {} is closed", address_, describe(),
                             host_);

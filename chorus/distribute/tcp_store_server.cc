@@ -35,17 +35,6 @@ using enum store_wire::Op;
 
 namespace {
 
-bool send_all(int fd, const std::vector<char>& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 int listen_on(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -187,7 +176,7 @@ class TcpStoreServer::Loop {
   }
 
   void send(Connection& c, const std::vector<char>& bytes) {
-    if (!send_all(c.fd, bytes)) c.closed = true;
+    if (!store_wire::send_all(c.fd, bytes)) c.closed = true;
   }
 
   void error(Connection& c, const std::string& message) {
