@@ -3,6 +3,10 @@
 // num_iterations passes that count the substrings starting at the greedy-split boundaries
 // of the previous pass, keeping those at or above the threshold, longest first, and
 // discounting their prefixes. Words are handled as UTF-32 so lengths are in characters.
+//
+// Speed: every substring of every word is interned once, up front, so the passes (run
+// num_iterations times for each of the ~20 thresholds searched) are integer array work
+// with no string building or hashing.
 #include "chorus/text/word_piece_vocabulary.h"
 
 #include <algorithm>
@@ -18,146 +22,259 @@ namespace chorus::text {
 namespace {
 
 using WordCounts = std::vector<std::pair<std::u32string, int64_t>>;
-// Hashes u32string_view too, so substrings are looked up without allocating.
-struct U32Hash {
-  using is_transparent = void;
-  size_t operator()(std::u32string_view s) const noexcept { return std::hash<std::u32string_view>{}(s); }
-};
-using TokenCounts = std::unordered_map<std::u32string, int64_t, U32Hash, std::equal_to<>>;
 
-void add_count(TokenCounts& counts, std::u32string_view token, int64_t count) {
-  if (const auto it = counts.find(token); it != counts.end()) {
-    it->second += count;
-  } else {
-    counts.emplace(std::u32string(token), count);
+// Every token string that can occur, as a trie: a node per distinct string, where a
+// continuation piece's string is the joiner followed by its characters (so "##ab" reached
+// from a word "##ab" and the continuation "ab" are one string, as in TF Text's dicts).
+class TokenTrie {
+ public:
+  static constexpr int32_t kRoot = 0;  // the empty string
+
+  // The node of `node`'s string followed by `c`, added if new.
+  int32_t child(int32_t node, char32_t c) {
+    const auto [it, added] = children_.try_emplace((static_cast<uint64_t>(node) << 32) | c, size());
+    if (added) {
+      parent_.push_back(node);
+      last_char_.push_back(c);
+      depth_.push_back(depth_[node] + 1);
+    }
+    return it->second;
+  }
+  int32_t size() const { return static_cast<int32_t>(parent_.size()); }
+  int32_t parent(int32_t node) const { return parent_[node]; }
+  int32_t depth(int32_t node) const { return depth_[node]; }
+  std::u32string string(int32_t node) const {
+    std::u32string s(depth_[node], U'\0');
+    for (; node != kRoot; node = parent_[node]) s[depth_[node] - 1] = last_char_[node];
+    return s;
+  }
+
+ private:
+  std::vector<int32_t> parent_{-1};
+  std::vector<char32_t> last_char_{U'\0'};
+  std::vector<int32_t> depth_{0};  // in characters
+  std::unordered_map<uint64_t, int32_t> children_;
+};
+
+// A set of token strings (trie nodes) with their counts: TF Text's current tokens.
+class TokenSet {
+ public:
+  explicit TokenSet(int32_t num_nodes) : count_(num_nodes), present_(num_nodes) {}
+  bool contains(int32_t node) const { return present_[node]; }
+  void set(int32_t node, int64_t count) {
+    if (!present_[node]) {
+      present_[node] = 1;
+      members_.push_back(node);
+    }
+    count_[node] = count;
+  }
+  void clear() {
+    for (const int32_t node : members_) present_[node] = 0;
+    members_.clear();
+  }
+  int64_t count(int32_t node) const { return count_[node]; }
+  const std::vector<int32_t>& members() const { return members_; }
+
+ private:
+  std::vector<int64_t> count_;
+  std::vector<uint8_t> present_;
+  std::vector<int32_t> members_;
+};
+
+// A substring of a word, as TF Text's learner counts it: its string plus whether it
+// continues a word. The two are counted apart (TF Text buckets by length in characters,
+// and a continuation's string is longer than its characters) unless the joiner is empty.
+// Encoded as node * 2 + continues.
+using Piece = int32_t;
+using PieceCounts = std::vector<std::pair<Piece, int64_t>>;
+
+class Learner {
+ public:
+  Learner(const WordPieceVocabularyOptions& options, const WordCounts& words);
+  std::vector<std::string> binary_search(int64_t lower, int64_t upper);
+
+ private:
+  struct Word {
+    int64_t count;
+    size_t size;    // in characters
+    size_t pieces;  // offset in pieces_ of its [start, end) table, rows by start
+  };
+  Piece piece(const Word& word, size_t start, size_t end) const {
+    return pieces_[word.pieces + start * word.size - start * (start - 1) / 2 + (end - start - 1)];
+  }
+  static int32_t node(Piece piece) { return piece >> 1; }
+  int32_t length(Piece piece) const { return trie_.depth(node(piece)) - (piece & 1 ? joiner_length_ : 0); }
+
+  void index_word(const std::u32string& chars, int64_t count);
+  bool split_boundaries(const Word& word, const TokenSet& tokens, std::vector<size_t>& starts) const;
+  PieceCounts count_pass(const TokenSet* previous);
+  void select(const PieceCounts& counts, int64_t thresh, TokenSet& next) const;
+  void add_chars(TokenSet& tokens) const;
+  std::vector<std::string> learn_with_thresh(int64_t thresh);
+  std::vector<std::string> final_vocabulary(const TokenSet& tokens) const;
+
+  const WordPieceVocabularyOptions& options_;
+  TokenTrie trie_;
+  int32_t joiner_length_ = 0;
+  int32_t joined_root_ = TokenTrie::kRoot;  // the joiner's node: continuations start there
+  std::vector<Word> words_;
+  std::vector<Piece> pieces_;
+  std::set<char32_t> chars_;  // of the kept words, in code point order
+  std::vector<std::pair<int32_t, int32_t>> char_nodes_;  // each char's and "##" char's node
+  PieceCounts first_pass_;  // counts every substring whatever the threshold: computed once
+  std::vector<int64_t> raw_counts_;  // count_pass's scratch, by piece, left zero
+  std::vector<int64_t> lost_counts_;
+  std::vector<uint8_t> counted_;
+};
+
+Learner::Learner(const WordPieceVocabularyOptions& options, const WordCounts& words) : options_(options) {
+  for (const char32_t c : to_utf32(options.suffix_indicator)) joined_root_ = trie_.child(joined_root_, c);
+  joiner_length_ = trie_.depth(joined_root_);
+  for (const auto& [chars, count] : words) {
+    index_word(chars, count);
+    chars_.insert(chars.begin(), chars.end());
+  }
+  for (const char32_t c : chars_) char_nodes_.emplace_back(trie_.child(TokenTrie::kRoot, c), trie_.child(joined_root_, c));
+  raw_counts_.resize(2 * static_cast<size_t>(trie_.size()));
+  lost_counts_.resize(raw_counts_.size());
+  counted_.resize(raw_counts_.size());
+  first_pass_ = count_pass(nullptr);
+}
+
+// Interns the word's substrings and records their pieces, row by row of start offsets.
+void Learner::index_word(const std::u32string& chars, int64_t count) {
+  words_.push_back({count, chars.size(), pieces_.size()});
+  const bool joined = joiner_length_ > 0;
+  for (size_t start = 0; start < chars.size(); ++start) {
+    int32_t node = start > 0 ? joined_root_ : TokenTrie::kRoot;
+    for (size_t end = start + 1; end <= chars.size(); ++end) {
+      node = trie_.child(node, chars[end - 1]);
+      pieces_.push_back(node * 2 + (start > 0 && joined));
+    }
   }
 }
 
-struct Learner {
-  const WordPieceVocabularyOptions& options;
-  std::u32string joiner;
-
-  // The characters of the kept words plus their joined forms, each with count 1 unless present.
-  void ensure_chars(const std::set<char32_t>& chars, TokenCounts& tokens) const {
-    for (const char32_t c : chars) {
-      tokens.try_emplace(std::u32string(1, c), 1);
-      tokens.try_emplace(joiner + c, 1);
-    }
+// The start offsets of the greedy longest-match split of `word` over `tokens`; false
+// when some part has no token.
+bool Learner::split_boundaries(const Word& word, const TokenSet& tokens, std::vector<size_t>& starts) const {
+  starts.clear();
+  for (size_t start = 0; start < word.size;) {
+    size_t end = word.size;
+    while (end > start && !tokens.contains(node(piece(word, start, end)))) --end;
+    if (end == start) return false;
+    starts.push_back(start);
+    start = end;
   }
+  return !starts.empty();
+}
 
-  // The end offsets of the greedy longest-match split of `word` over `tokens`, or empty
-  // when some part has no token.
-  std::vector<size_t> split_indices(const std::u32string& word, const TokenCounts& tokens) const {
-    std::vector<size_t> indices;
-    size_t start = 0;
-    std::u32string candidate;
-    while (start < word.size()) {
-      size_t end = word.size();
-      for (; end > start; --end) {
-        candidate.assign(start > 0 ? joiner : std::u32string());
-        candidate.append(word, start, end - start);
-        if (tokens.contains(candidate)) break;
-      }
-      if (end == start) return {};
-      indices.push_back(end);
-      start = end;
+// One counting pass: every substring starting at a split boundary of `previous` (at every
+// offset in the first pass), with its count after TF Text's prefix discounting.
+PieceCounts Learner::count_pass(const TokenSet* previous) {
+  std::vector<Piece> counted;
+  std::vector<size_t> starts;
+  for (const Word& word : words_) {
+    if (previous == nullptr) {
+      starts.resize(word.size);
+      for (size_t i = 0; i < word.size; ++i) starts[i] = i;
+    } else if (!split_boundaries(word, *previous, starts)) {
+      continue;
     }
-    return indices;
-  }
-
-  // One counting pass: the count of every substring starting at a split boundary.
-  std::vector<TokenCounts> count_substrings(const WordCounts& words, const TokenCounts& current, bool first) const {
-    std::vector<TokenCounts> by_length(static_cast<size_t>(options.max_token_length) + 1);
-    std::u32string token;
-    for (const auto& [word, count] : words) {
-      std::vector<size_t> indices;
-      if (first) {
-        for (size_t i = 1; i <= word.size(); ++i) indices.push_back(i);
-      } else {
-        indices = split_indices(word, current);
-        if (indices.empty()) continue;
-      }
-      size_t start = 0;
-      for (const size_t index : indices) {
-        for (size_t end = start + 1; end <= word.size(); ++end) {
-          token.assign(start > 0 ? joiner : std::u32string());
-          token.append(word, start, end - start);
-          add_count(by_length[end - start], token, count);
+    for (const size_t start : starts) {
+      for (size_t end = start + 1; end <= word.size; ++end) {
+        const Piece p = piece(word, start, end);
+        if (!counted_[p]) {
+          counted_[p] = 1;
+          counted.push_back(p);
         }
-        start = index;
-      }
-    }
-    return by_length;
-  }
-
-  // Keeps the substrings counted >= thresh, longest first, taking each one's count off
-  // its prefixes (whether kept or not, as TF Text does).
-  TokenCounts select(std::vector<TokenCounts>& by_length, int64_t thresh) const {
-    TokenCounts next;
-    const size_t jl = joiner.size();
-    for (size_t length = by_length.size() - 1; length >= 1; --length) {
-      for (const auto& [token, count] : by_length[length]) {
-        if (count >= thresh) next[token] = count;
-        const bool joined = token.size() > length;
-        for (size_t i = 1; i < length; ++i) {
-          const std::u32string_view prefix = std::u32string_view(token).substr(0, joined ? i + jl : i);
-          if (auto it = by_length[i].find(prefix); it != by_length[i].end()) it->second -= count;
-        }
-      }
-    }
-    return next;
-  }
-
-  // The first pass counts every substring whatever the threshold: computed once.
-  std::vector<TokenCounts> first_pass;
-
-  std::vector<std::string> learn_with_thresh(const WordCounts& words, int64_t thresh) {
-    std::set<char32_t> chars;
-    for (const auto& [word, count] : words) chars.insert(word.begin(), word.end());
-    TokenCounts current;
-    ensure_chars(chars, current);
-    for (int iteration = 0; iteration < options.num_iterations; ++iteration) {
-      if (iteration == 0 && first_pass.empty()) first_pass = count_substrings(words, current, true);
-      std::vector<TokenCounts> by_length = iteration == 0 ? first_pass : count_substrings(words, current, false);
-      current = select(by_length, thresh);
-      ensure_chars(chars, current);
-    }
-    return final_vocabulary(chars, current);
-  }
-
-  std::vector<std::string> final_vocabulary(const std::set<char32_t>& chars, const TokenCounts& tokens) const {
-    std::vector<std::pair<std::u32string, int64_t>> sorted(tokens.begin(), tokens.end());
-    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-      return a.second != b.second ? a.second > b.second : a.first < b.first;
-    });
-    std::vector<std::string> vocab;
-    std::unordered_set<std::string> seen;
-    auto add = [&](std::string token) {
-      if (seen.insert(token).second) vocab.push_back(std::move(token));
-    };
-    for (const std::string& token : options.reserved_tokens) add(token);
-    for (const char32_t c : chars) add(to_utf8(std::u32string(1, c)));
-    for (const auto& [token, count] : sorted) add(to_utf8(token));
-    return vocab;
-  }
-
-  std::vector<std::string> binary_search(const WordCounts& words, int64_t lower, int64_t upper) {
-    const auto target = static_cast<double>(options.vocabulary_size);
-    const double slack = std::max(0.0, options.slack_ratio * target);
-    while (true) {
-      const int64_t thresh = (upper + lower) / 2;
-      std::vector<std::string> vocab = learn_with_thresh(words, thresh);
-      const auto size = static_cast<double>(vocab.size());
-      const bool within_slack = size <= target && target - size <= slack;
-      if (within_slack || lower >= upper || thresh <= 1) return vocab;
-      if (size > target) {
-        lower = thresh + 1;
-      } else {
-        upper = thresh - 1;
+        raw_counts_[p] += word.count;
       }
     }
   }
-};
+  // TF Text takes each token's count, longest first, off all its proper prefixes (every
+  // one is counted: same start, shorter end). What a token t loses is then the sum of its
+  // extensions' final counts; grouped by the one-character-longer extension c they pass
+  // through, that is the sum of final(c) + lost(c) = raw(c). So each token loses exactly
+  // its one-longer extensions' raw counts: one subtraction per token, in any order.
+  PieceCounts result;
+  result.reserve(counted.size());
+  for (const Piece p : counted) {
+    if (length(p) >= 2) lost_counts_[trie_.parent(node(p)) * 2 + (p & 1)] += raw_counts_[p];
+  }
+  for (const Piece p : counted) {
+    result.emplace_back(p, raw_counts_[p] - lost_counts_[p]);
+    raw_counts_[p] = lost_counts_[p] = 0;
+    counted_[p] = 0;
+  }
+  return result;
+}
+
+// Keeps the pieces counted >= thresh. A string counted both as a word start and as a
+// continuation (a word starting with the joiner) keeps the continuation's count: TF Text
+// visits the shorter continuation later and overwrites.
+void Learner::select(const PieceCounts& counts, int64_t thresh, TokenSet& next) const {
+  next.clear();
+  for (const auto& [p, count] : counts) {
+    if (count >= thresh && ((p & 1) || !next.contains(node(p)))) next.set(node(p), count);
+  }
+}
+
+// Every character of the kept words and its continuation form, with count 1 unless present.
+void Learner::add_chars(TokenSet& tokens) const {
+  for (const auto& [start_node, joined_node] : char_nodes_) {
+    if (!tokens.contains(start_node)) tokens.set(start_node, 1);
+    if (!tokens.contains(joined_node)) tokens.set(joined_node, 1);
+  }
+}
+
+std::vector<std::string> Learner::learn_with_thresh(int64_t thresh) {
+  TokenSet current(trie_.size());
+  TokenSet next(trie_.size());
+  add_chars(current);
+  for (int iteration = 0; iteration < options_.num_iterations; ++iteration) {
+    select(iteration == 0 ? first_pass_ : count_pass(&current), thresh, next);
+    add_chars(next);
+    std::swap(current, next);
+  }
+  return final_vocabulary(current);
+}
+
+// Reserved tokens, characters in code point order, then the tokens by count (ties by code
+// points), each once.
+std::vector<std::string> Learner::final_vocabulary(const TokenSet& tokens) const {
+  std::vector<std::pair<std::u32string, int64_t>> sorted;
+  sorted.reserve(tokens.members().size());
+  for (const int32_t node : tokens.members()) sorted.emplace_back(trie_.string(node), tokens.count(node));
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  std::vector<std::string> vocab;
+  std::unordered_set<std::string> seen;
+  auto add = [&](std::string token) {
+    if (seen.insert(token).second) vocab.push_back(std::move(token));
+  };
+  for (const std::string& token : options_.reserved_tokens) add(token);
+  for (const char32_t c : chars_) add(to_utf8(std::u32string(1, c)));
+  for (const auto& [token, count] : sorted) add(to_utf8(token));
+  return vocab;
+}
+
+std::vector<std::string> Learner::binary_search(int64_t lower, int64_t upper) {
+  const auto target = static_cast<double>(options_.vocabulary_size);
+  const double slack = std::max(0.0, options_.slack_ratio * target);
+  while (true) {
+    const int64_t thresh = (upper + lower) / 2;
+    std::vector<std::string> vocab = learn_with_thresh(thresh);
+    const auto size = static_cast<double>(vocab.size());
+    const bool within_slack = size <= target && target - size <= slack;
+    if (within_slack || lower >= upper || thresh <= 1) return vocab;
+    if (size > target) {
+      lower = thresh + 1;
+    } else {
+      upper = thresh - 1;
+    }
+  }
+}
 
 // The max_unique_chars most frequent characters (ties by code point).
 std::set<char32_t> allowed_chars(const WordCounts& words, int64_t max_unique_chars) {
@@ -203,8 +320,8 @@ std::vector<std::string> learn_word_piece_vocabulary(const std::map<std::string,
       filtered.push_back(std::move(entry));
     }
   }
-  Learner learner{options, to_utf32(options.suffix_indicator), {}};
-  std::vector<std::string> vocab = learner.binary_search(filtered, lower, upper);
+  Learner learner(options, filtered);
+  std::vector<std::string> vocab = learner.binary_search(lower, upper);
   if (static_cast<int64_t>(vocab.size()) > options.vocabulary_size) vocab.resize(static_cast<size_t>(options.vocabulary_size));
   return vocab;
 }
