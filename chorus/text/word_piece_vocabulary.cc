@@ -4,9 +4,10 @@
 // of the previous pass, keeping those at or above the threshold, longest first, and
 // discounting their prefixes. Words are handled as UTF-32 so lengths are in characters.
 //
-// Speed: every substring of every word is interned once, up front, so the passes (run
-// num_iterations times for each of the ~20 thresholds searched) are integer array work
-// with no string building or hashing.
+// Speed: every substring of every word is interned once, up front (a trie node per
+// distinct token string, a table of nodes per word), and a pass need only count the
+// substrings that end their word (see count_pass), so the passes (num_iterations for each
+// of the ~20 thresholds searched) are integer array work, with no strings and no hashing.
 #include "chorus/text/word_piece_vocabulary.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "chorus/core/error.h"
 #include "chorus/text/pretokenizer.h"
 #include "chorus/text/unicode.h"
+#include "chorus/text/vocabulary.h"
 
 namespace chorus::text {
 namespace {
@@ -26,19 +28,26 @@ using WordCounts = std::vector<std::pair<std::u32string, int64_t>>;
 // Every token string that can occur, as a trie: a node per distinct string, where a
 // continuation piece's string is the joiner followed by its characters (so "##ab" reached
 // from a word "##ab" and the continuation "ab" are one string, as in TF Text's dicts).
+// Children are found in an open-addressing table keyed by (parent, character): interning
+// every substring of a large corpus is millions of lookups.
 class TokenTrie {
  public:
   static constexpr int32_t kRoot = 0;  // the empty string
 
   // The node of `node`'s string followed by `c`, added if new.
   int32_t child(int32_t node, char32_t c) {
-    const auto [it, added] = children_.try_emplace((static_cast<uint64_t>(node) << 32) | c, size());
-    if (added) {
-      parent_.push_back(node);
-      last_char_.push_back(c);
-      depth_.push_back(depth_[node] + 1);
+    const uint64_t key = (static_cast<uint64_t>(node) << 32) | c;
+    size_t slot = home_slot(key);
+    for (; slots_[slot].child != kEmpty; slot = (slot + 1) & (slots_.size() - 1)) {
+      if (slots_[slot].key == key) return slots_[slot].child;
     }
-    return it->second;
+    const int32_t added = size();
+    parent_.push_back(node);
+    last_char_.push_back(c);
+    depth_.push_back(depth_[node] + 1);
+    slots_[slot] = {key, added};
+    if (2 * parent_.size() > slots_.size()) grow();
+    return added;
   }
   int32_t size() const { return static_cast<int32_t>(parent_.size()); }
   int32_t parent(int32_t node) const { return parent_[node]; }
@@ -50,15 +59,36 @@ class TokenTrie {
   }
 
  private:
+  static constexpr int32_t kEmpty = -1;
+  struct Slot {
+    uint64_t key = 0;
+    int32_t child = kEmpty;
+  };
+  // Fibonacci hashing: the product's top bits depend on every bit of the key.
+  size_t home_slot(uint64_t key) const { return (key * 0x9E3779B97F4A7C15ULL) >> slot_shift_; }
+  void grow() {
+    --slot_shift_;
+    std::vector<Slot> old(2 * slots_.size());
+    old.swap(slots_);
+    for (const Slot& entry : old) {
+      if (entry.child == kEmpty) continue;
+      size_t slot = home_slot(entry.key);
+      while (slots_[slot].child != kEmpty) slot = (slot + 1) & (slots_.size() - 1);
+      slots_[slot] = entry;
+    }
+  }
+
   std::vector<int32_t> parent_{-1};
   std::vector<char32_t> last_char_{U'\0'};
   std::vector<int32_t> depth_{0};  // in characters
-  std::unordered_map<uint64_t, int32_t> children_;
+  std::vector<Slot> slots_ = std::vector<Slot>(1024);  // 2^(64 - slot_shift_) of them
+  int slot_shift_ = 54;
 };
 
 // A set of token strings (trie nodes) with their counts: TF Text's current tokens.
 class TokenSet {
  public:
+  TokenSet() = default;
   explicit TokenSet(int32_t num_nodes) : count_(num_nodes), present_(num_nodes) {}
   bool contains(int32_t node) const { return present_[node]; }
   void set(int32_t node, int64_t count) {
@@ -97,7 +127,8 @@ class Learner {
   struct Word {
     int64_t count;
     size_t size;    // in characters
-    size_t pieces;  // offset in pieces_ of its [start, end) table, rows by start
+    size_t pieces;   // offset in pieces_ of its [start, end) table, rows by start
+    size_t endings;  // offset in endings_ of its [start, size) entries
   };
   Piece piece(const Word& word, size_t start, size_t end) const {
     return pieces_[word.pieces + start * word.size - start * (start - 1) / 2 + (end - start - 1)];
@@ -106,6 +137,7 @@ class Learner {
   int32_t length(Piece piece) const { return trie_.depth(node(piece)) - (piece & 1 ? joiner_length_ : 0); }
 
   void index_word(const std::u32string& chars, int64_t count);
+  void index_endings();
   bool split_boundaries(const Word& word, const TokenSet& tokens, std::vector<size_t>& starts) const;
   PieceCounts count_pass(const TokenSet* previous);
   void select(const PieceCounts& counts, int64_t thresh, TokenSet& next) const;
@@ -119,12 +151,16 @@ class Learner {
   int32_t joined_root_ = TokenTrie::kRoot;  // the joiner's node: continuations start there
   std::vector<Word> words_;
   std::vector<Piece> pieces_;
+  // The word-final pieces, the only ones count_pass counts, numbered densely so that
+  // counting touches a small array: endings_ holds each (word, start)'s number.
+  std::vector<int32_t> endings_;
+  std::vector<Piece> ending_pieces_;
   std::set<char32_t> chars_;  // of the kept words, in code point order
   std::vector<std::pair<int32_t, int32_t>> char_nodes_;  // each char's and "##" char's node
   PieceCounts first_pass_;  // counts every substring whatever the threshold: computed once
-  std::vector<int64_t> raw_counts_;  // count_pass's scratch, by piece, left zero
-  std::vector<int64_t> lost_counts_;
-  std::vector<uint8_t> counted_;
+  std::vector<int32_t> slot_;  // count_pass's scratch: an ending's index in its result, or -1
+  TokenSet current_;  // learn_with_thresh's tokens after the last pass, and the next ones
+  TokenSet next_;
 };
 
 Learner::Learner(const WordPieceVocabularyOptions& options, const WordCounts& words) : options_(options) {
@@ -135,21 +171,37 @@ Learner::Learner(const WordPieceVocabularyOptions& options, const WordCounts& wo
     chars_.insert(chars.begin(), chars.end());
   }
   for (const char32_t c : chars_) char_nodes_.emplace_back(trie_.child(TokenTrie::kRoot, c), trie_.child(joined_root_, c));
-  raw_counts_.resize(2 * static_cast<size_t>(trie_.size()));
-  lost_counts_.resize(raw_counts_.size());
-  counted_.resize(raw_counts_.size());
+  index_endings();
+  slot_.assign(ending_pieces_.size(), -1);
+  current_ = TokenSet(trie_.size());
+  next_ = TokenSet(trie_.size());
   first_pass_ = count_pass(nullptr);
 }
 
 // Interns the word's substrings and records their pieces, row by row of start offsets.
 void Learner::index_word(const std::u32string& chars, int64_t count) {
-  words_.push_back({count, chars.size(), pieces_.size()});
+  words_.push_back({count, chars.size(), pieces_.size(), 0});
   const bool joined = joiner_length_ > 0;
   for (size_t start = 0; start < chars.size(); ++start) {
     int32_t node = start > 0 ? joined_root_ : TokenTrie::kRoot;
     for (size_t end = start + 1; end <= chars.size(); ++end) {
       node = trie_.child(node, chars[end - 1]);
       pieces_.push_back(node * 2 + (start > 0 && joined));
+    }
+  }
+}
+
+void Learner::index_endings() {
+  std::vector<int32_t> number(2 * static_cast<size_t>(trie_.size()), -1);
+  for (Word& word : words_) {
+    word.endings = endings_.size();
+    for (size_t start = 0; start < word.size; ++start) {
+      const Piece p = piece(word, start, word.size);
+      if (number[p] < 0) {
+        number[p] = static_cast<int32_t>(ending_pieces_.size());
+        ending_pieces_.push_back(p);
+      }
+      endings_.push_back(number[p]);
     }
   }
 }
@@ -168,10 +220,15 @@ bool Learner::split_boundaries(const Word& word, const TokenSet& tokens, std::ve
   return !starts.empty();
 }
 
-// One counting pass: every substring starting at a split boundary of `previous` (at every
-// offset in the first pass), with its count after TF Text's prefix discounting.
+// One counting pass. TF Text counts every substring starting at a split boundary of the
+// previous pass (at every offset in the first), then, longest first, takes each one's
+// count off all its proper prefixes. What a substring keeps is the count of its
+// occurrences that run to the end of their word: each counted occurrence of t begins
+// exactly one such occurrence, of t or of a longer substring whose count is taken off t,
+// which (by induction from the longest) is that longer one's count of word-final
+// occurrences. So only word-final substrings are counted here; the others keep 0.
 PieceCounts Learner::count_pass(const TokenSet* previous) {
-  std::vector<Piece> counted;
+  PieceCounts counts;
   std::vector<size_t> starts;
   for (const Word& word : words_) {
     if (previous == nullptr) {
@@ -181,41 +238,38 @@ PieceCounts Learner::count_pass(const TokenSet* previous) {
       continue;
     }
     for (const size_t start : starts) {
-      for (size_t end = start + 1; end <= word.size; ++end) {
-        const Piece p = piece(word, start, end);
-        if (!counted_[p]) {
-          counted_[p] = 1;
-          counted.push_back(p);
-        }
-        raw_counts_[p] += word.count;
+      const int32_t ending = endings_[word.endings + start];
+      if (slot_[ending] < 0) {
+        slot_[ending] = static_cast<int32_t>(counts.size());
+        counts.emplace_back(ending_pieces_[ending], 0);
       }
+      counts[slot_[ending]].second += word.count;
     }
   }
-  // TF Text takes each token's count, longest first, off all its proper prefixes (every
-  // one is counted: same start, shorter end). What a token t loses is then the sum of its
-  // extensions' final counts; grouped by the one-character-longer extension c they pass
-  // through, that is the sum of final(c) + lost(c) = raw(c). So each token loses exactly
-  // its one-longer extensions' raw counts: one subtraction per token, in any order.
-  PieceCounts result;
-  result.reserve(counted.size());
-  for (const Piece p : counted) {
-    if (length(p) >= 2) lost_counts_[trie_.parent(node(p)) * 2 + (p & 1)] += raw_counts_[p];
-  }
-  for (const Piece p : counted) {
-    result.emplace_back(p, raw_counts_[p] - lost_counts_[p]);
-    raw_counts_[p] = lost_counts_[p] = 0;
-    counted_[p] = 0;
-  }
-  return result;
+  std::fill(slot_.begin(), slot_.end(), -1);
+  return counts;
 }
 
-// Keeps the pieces counted >= thresh. A string counted both as a word start and as a
-// continuation (a word starting with the joiner) keeps the continuation's count: TF Text
+// Keeps the pieces whose count is >= thresh. A string counted both as a word start and as
+// a continuation (a word starting with the joiner) keeps the continuation's count: TF Text
 // visits the shorter continuation later and overwrites.
 void Learner::select(const PieceCounts& counts, int64_t thresh, TokenSet& next) const {
   next.clear();
-  for (const auto& [p, count] : counts) {
+  auto keep = [&](Piece p, int64_t count) {
     if (count >= thresh && ((p & 1) || !next.contains(node(p)))) next.set(node(p), count);
+  };
+  for (const auto& [p, count] : counts) keep(p, count);
+  if (thresh > 0) return;
+  // A threshold <= 0 also keeps the substrings counted only as prefixes, with 0.
+  std::vector<uint8_t> seen(2 * static_cast<size_t>(trie_.size()));
+  for (const auto& [p, count] : counts) seen[p] = 1;
+  for (const auto& [p, count] : counts) {
+    for (Piece prefix = p; length(prefix) > 1;) {
+      prefix = trie_.parent(node(prefix)) * 2 + (prefix & 1);
+      if (seen[prefix]) break;
+      seen[prefix] = 1;
+      keep(prefix, 0);
+    }
   }
 }
 
@@ -228,15 +282,14 @@ void Learner::add_chars(TokenSet& tokens) const {
 }
 
 std::vector<std::string> Learner::learn_with_thresh(int64_t thresh) {
-  TokenSet current(trie_.size());
-  TokenSet next(trie_.size());
-  add_chars(current);
+  current_.clear();
+  add_chars(current_);
   for (int iteration = 0; iteration < options_.num_iterations; ++iteration) {
-    select(iteration == 0 ? first_pass_ : count_pass(&current), thresh, next);
-    add_chars(next);
-    std::swap(current, next);
+    select(iteration == 0 ? first_pass_ : count_pass(&current_), thresh, next_);
+    add_chars(next_);
+    std::swap(current_, next_);
   }
-  return final_vocabulary(current);
+  return final_vocabulary(current_);
 }
 
 // Reserved tokens, characters in code point order, then the tokens by count (ties by code
@@ -332,12 +385,18 @@ std::vector<std::string> compute_word_piece_vocabulary(const std::function<std::
                                                .strip_accents = options.strip_accents,
                                                .split = options.split,
                                                .split_on_cjk = options.split_on_cjk};
-  std::unordered_map<std::string, int64_t> counts;
+  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> counts;
   int64_t line_number = 0;
   while (std::optional<std::string> line = next_line()) {
     ++line_number;
     try {
-      pretokenize(*line, pretokenize_options, [&](std::string_view word) { ++counts[std::string(word)]; });
+      pretokenize(*line, pretokenize_options, [&](std::string_view word) {
+        if (const auto it = counts.find(word); it != counts.end()) {
+          ++it->second;
+        } else {
+          counts.emplace(word, 1);
+        }
+      });
     } catch (const ValueError& e) {
       throw_error<ValueError>("compute_word_piece_vocabulary: line {}: {}", line_number, e.what());
     }
