@@ -111,8 +111,8 @@ class TokenSet {
   std::vector<int32_t> members_;
 };
 
-// A substring of a word, as TF Text's learner counts it: its string plus whether it
-// continues a word. The two are counted apart (TF Text buckets by length in characters,
+// A substring of a word as TF Text's learner counts it: its string (trie node) plus whether
+// it continues a word. The two are counted apart (TF Text buckets by length in characters,
 // and a continuation's string is longer than its characters) unless the joiner is empty.
 // Encoded as node * 2 + continues.
 using Piece = int32_t;
@@ -127,11 +127,12 @@ class Learner {
   struct Word {
     int64_t count;
     size_t size;    // in characters
-    size_t pieces;   // offset in pieces_ of its [start, end) table, rows by start
-    size_t endings;  // offset in endings_ of its [start, size) entries
+    size_t substrings;  // offset in substrings_ of its [start, end) table, rows by start
+    size_t endings;     // offset in endings_ of its [start, size) entries
   };
-  Piece piece(const Word& word, size_t start, size_t end) const {
-    return pieces_[word.pieces + start * word.size - start * (start - 1) / 2 + (end - start - 1)];
+  // The trie node of word[start, end), with the joiner before it when start > 0.
+  int32_t substring(const Word& word, size_t start, size_t end) const {
+    return substrings_[word.substrings + start * word.size - start * (start - 1) / 2 + (end - start - 1)];
   }
   static int32_t node(Piece piece) { return piece >> 1; }
   int32_t length(Piece piece) const { return trie_.depth(node(piece)) - (piece & 1 ? joiner_length_ : 0); }
@@ -150,14 +151,14 @@ class Learner {
   int32_t joiner_length_ = 0;
   int32_t joined_root_ = TokenTrie::kRoot;  // the joiner's node: continuations start there
   std::vector<Word> words_;
-  std::vector<Piece> pieces_;
+  std::vector<int32_t> substrings_;
   // The word-final pieces, the only ones count_pass counts, numbered densely so that
   // counting touches a small array: endings_ holds each (word, start)'s number.
   std::vector<int32_t> endings_;
   std::vector<Piece> ending_pieces_;
   std::set<char32_t> chars_;  // of the kept words, in code point order
   std::vector<std::pair<int32_t, int32_t>> char_nodes_;  // each char's and "##" char's node
-  PieceCounts first_pass_;  // counts every substring whatever the threshold: computed once
+  PieceCounts first_pass_;  // every offset is a boundary, whatever the threshold: computed once
   std::vector<int32_t> slot_;  // count_pass's scratch: an ending's index in its result, or -1
   TokenSet current_;  // learn_with_thresh's tokens after the last pass, and the next ones
   TokenSet next_;
@@ -178,15 +179,14 @@ Learner::Learner(const WordPieceVocabularyOptions& options, const WordCounts& wo
   first_pass_ = count_pass(nullptr);
 }
 
-// Interns the word's substrings and records their pieces, row by row of start offsets.
+// Interns the word's substrings and records their nodes, row by row of start offsets.
 void Learner::index_word(const std::u32string& chars, int64_t count) {
-  words_.push_back({count, chars.size(), pieces_.size(), 0});
-  const bool joined = joiner_length_ > 0;
+  words_.push_back({count, chars.size(), substrings_.size(), 0});
   for (size_t start = 0; start < chars.size(); ++start) {
     int32_t node = start > 0 ? joined_root_ : TokenTrie::kRoot;
     for (size_t end = start + 1; end <= chars.size(); ++end) {
       node = trie_.child(node, chars[end - 1]);
-      pieces_.push_back(node * 2 + (start > 0 && joined));
+      substrings_.push_back(node);
     }
   }
 }
@@ -196,7 +196,7 @@ void Learner::index_endings() {
   for (Word& word : words_) {
     word.endings = endings_.size();
     for (size_t start = 0; start < word.size; ++start) {
-      const Piece p = piece(word, start, word.size);
+      const Piece p = substring(word, start, word.size) * 2 + (start > 0 && joiner_length_ > 0);
       if (number[p] < 0) {
         number[p] = static_cast<int32_t>(ending_pieces_.size());
         ending_pieces_.push_back(p);
@@ -212,7 +212,7 @@ bool Learner::split_boundaries(const Word& word, const TokenSet& tokens, std::ve
   starts.clear();
   for (size_t start = 0; start < word.size;) {
     size_t end = word.size;
-    while (end > start && !tokens.contains(node(piece(word, start, end)))) --end;
+    while (end > start && !tokens.contains(substring(word, start, end))) --end;
     if (end == start) return false;
     starts.push_back(start);
     start = end;
