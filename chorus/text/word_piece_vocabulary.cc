@@ -171,7 +171,9 @@ Learner::Learner(const WordPieceVocabularyOptions& options, const WordCounts& wo
     index_word(chars, count);
     chars_.insert(chars.begin(), chars.end());
   }
-  for (const char32_t c : chars_) char_nodes_.emplace_back(trie_.child(TokenTrie::kRoot, c), trie_.child(joined_root_, c));
+  for (const char32_t c : chars_) {
+    char_nodes_.emplace_back(trie_.child(TokenTrie::kRoot, c), trie_.child(joined_root_, c));
+  }
   index_endings();
   slot_.assign(ending_pieces_.size(), -1);
   current_ = TokenSet(trie_.size());

@@ -195,7 +195,8 @@ std::vector<std::string> vocabulary(const Counts& tokens, const std::set<char32_
   return vocab;
 }
 
-std::vector<std::string> learn(const std::map<std::string, int64_t>& word_counts, const WordPieceVocabularyOptions& options) {
+std::vector<std::string> learn(const std::map<std::string, int64_t>& word_counts,
+                               const WordPieceVocabularyOptions& options) {
   int64_t max_count = INT64_MIN;
   int64_t min_count = INT64_MAX;
   std::vector<std::pair<std::u32string, int64_t>> kept;
@@ -253,7 +254,9 @@ TEST(WordPieceVocabularyTest, MatchesALiteralTranscriptionOfTfText) {
   const std::vector<std::string> characters{"#", "a", "b", "\u00e9", "c"};
   const std::vector<std::string> joiners{"##", "#", "a", ""};
   std::mt19937 rng(2024);
-  auto pick = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint32_t>(hi - lo + 1)); };
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(rng() % static_cast<uint32_t>(hi - lo + 1));
+  };
   for (int trial = 0; trial < 1000; ++trial) {
     const std::vector<std::string> alphabet(characters.begin(), characters.begin() + pick(2, 5));
     std::map<std::string, int64_t> word_counts;
