@@ -112,7 +112,7 @@ TEST(WordPieceVocabularyTest, LowercasesWhenAsked) {
 
 // TF Text's learn() (wordpiece_tokenizer_learner_lib.py), transcribed line by line with
 // plain maps of strings: slow, but nothing in it is clever. Ties in count are in code point
-// order (a std::map's), as the port documents, where Python keeps dict insertion order.
+// order (a std::map's), as in the port, where Python keeps dict insertion order.
 namespace reference {
 
 using Counts = std::map<std::u32string, int64_t>;
