@@ -27,7 +27,8 @@ using testing::random_view;
 
 using Computation = std::function<Tensor()>;
 
-// Named computations covering every kernel family, on odd sizes and broadcasts.
+// Named computations covering every kernel family, on odd sizes and broadcasts. The
+// lambdas take `op = op`: clang 14 (scripts/sanitize) cannot capture a structured binding.
 std::vector<std::pair<std::string, Computation>> computations() {
   std::vector<std::pair<std::string, Computation>> list;
   for (DType dtype : {kFloat32, kBFloat16}) {
@@ -38,12 +39,12 @@ std::vector<std::pair<std::string, Computation>> computations() {
     for (auto [name, op] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&)>>{
              {"exp", ops::exp}, {"sigmoid", ops::sigmoid}, {"tanh", ops::tanh}, {"softplus", ops::softplus},
              {"negative", ops::negative}, {"abs", ops::abs}, {"square", ops::square}, {"relu", ops::relu}}) {
-      list.emplace_back(name + suffix, [op, x] { return op(x); });
-      list.emplace_back(name + suffix + " threaded", [op, big] { return op(big); });
+      list.emplace_back(name + suffix, [op = op, x] { return op(x); });
+      list.emplace_back(name + suffix + " threaded", [op = op, big] { return op(big); });
     }
     for (auto [name, op] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&)>>{
              {"log", ops::log}, {"sqrt", ops::sqrt}, {"rsqrt", ops::rsqrt}}) {
-      list.emplace_back(name + suffix, [op, pos] { return op(pos); });
+      list.emplace_back(name + suffix, [op = op, pos] { return op(pos); });
     }
     list.emplace_back("gelu_tanh" + suffix, [x] { return ops::gelu(x, true); });
     list.emplace_back("gelu_erf" + suffix, [x] { return ops::gelu(x, false); });
@@ -51,9 +52,9 @@ std::vector<std::pair<std::string, Computation>> computations() {
     for (auto [name, op] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>>{
              {"add", ops::add}, {"subtract", ops::subtract}, {"multiply", ops::multiply}, {"divide", ops::divide},
              {"maximum", ops::maximum}, {"minimum", ops::minimum}, {"less", ops::less}, {"equal", ops::equal}}) {
-      list.emplace_back(name + suffix, [op, x, pos] { return op(x, pos); });
-      list.emplace_back(name + suffix + " row", [op, m, row] { return op(m, row); });
-      list.emplace_back(name + suffix + " scalar-left", [op, row, m] { return op(row.first_axis_slice(2, 3), m); });
+      list.emplace_back(name + suffix, [op = op, x, pos] { return op(x, pos); });
+      list.emplace_back(name + suffix + " row", [op = op, m, row] { return op(m, row); });
+      list.emplace_back(name + suffix + " scalar-left", [op = op, row, m] { return op(row.first_axis_slice(2, 3), m); });
     }
     list.emplace_back("power" + suffix, [x, pos] { return ops::power(pos, x); });
     list.emplace_back("where" + suffix, [x, pos] { return ops::where(ops::less(x, pos), x, pos); });
@@ -67,7 +68,7 @@ std::vector<std::pair<std::string, Computation>> computations() {
     for (auto [name, op] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>>{
              {"add", ops::add}, {"multiply", ops::multiply}, {"divide", ops::divide}, {"maximum", ops::maximum},
              {"greater_equal", ops::greater_equal}}) {
-      list.emplace_back(name + suffix, [op, a, b] { return op(a, b); });
+      list.emplace_back(name + suffix, [op = op, a, b] { return op(a, b); });
     }
     list.emplace_back("abs" + suffix, [a] { return ops::abs(a); });
     list.emplace_back("clip" + suffix, [a] { return ops::clip(a, -10.5, 20); });
