@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,25 @@ inline void emit(nlohmann::json record) {
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
   if (const char* path = std::getenv("CHORUS_BENCH_JSON")) std::ofstream(path, std::ios::app) << line << "\n";
+}
+
+// The shared data folder: argv[1], else $CHORUS_SHARED_DATA, else ../shared/data beside
+// the repository.
+inline std::string shared_data_root(int argc, char** argv) {
+  if (argc > 1) return argv[1];
+  if (const char* env = std::getenv("CHORUS_SHARED_DATA"); env != nullptr && *env != '\0') return env;
+  return (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "shared/data").string();
+}
+
+// The lines of a text file longer than 100 bytes (the BERT tutorial's filter).
+inline std::vector<std::string> long_lines(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > 100) lines.push_back(line);
+  }
+  return lines;
 }
 
 }  // namespace chorus::bench

@@ -6,8 +6,6 @@
 // same pipeline with the PyTorch peer's word-level tokenizer as the in-run reference.
 // Usage: text_preprocessing_bench [data root] (default $CHORUS_SHARED_DATA or
 // <repo>/../shared/data; reads wikitext-2/ and bert/ under it).
-#include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include "bench/bench_util.h"
@@ -19,22 +17,6 @@ namespace {
 
 constexpr int kBatch = 64;
 constexpr int64_t kSequenceLength = 128;
-
-std::string data_root(int argc, char** argv) {
-  if (argc > 1) return argv[1];
-  if (const char* env = std::getenv("CHORUS_SHARED_DATA"); env != nullptr && *env != '\0') return env;
-  return (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "shared/data").string();
-}
-
-std::vector<std::string> long_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IOError(path + ": cannot open");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (line.size() > 100) lines.push_back(line);
-  }
-  return lines;
-}
 
 // One pass of the full BERT pipeline (tokenize, pack, mask) in batches of kBatch.
 void bert_pass(const text::BertMaskedLMPreprocessor& preprocessor, const std::vector<std::string>& lines,
@@ -80,8 +62,8 @@ void word_pass(const text::WordTokenizer& tokenizer, const text::MultiSegmentPac
 
 int main(int argc, char** argv) {
   using namespace chorus;
-  const std::string root = data_root(argc, argv);
-  const std::vector<std::string> lines = long_lines(root + "/wikitext-2/wiki.train.tokens");
+  const std::string root = bench::shared_data_root(argc, argv);
+  const std::vector<std::string> lines = bench::long_lines(root + "/wikitext-2/wiki.train.tokens");
   int64_t bytes = 0;
   for (const std::string& line : lines) bytes += static_cast<int64_t>(line.size());
   const text::BertMaskedLMPreprocessor bert(text::BertTokenizer::from_file(root + "/bert/vocab.txt"),

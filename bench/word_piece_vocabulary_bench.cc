@@ -6,35 +6,16 @@
 // the lines and counting their words into the map the learner takes, nothing learned.
 // Usage: word_piece_vocabulary_bench [data root] (default $CHORUS_SHARED_DATA or
 // <repo>/../shared/data; reads wikitext-2/ under it).
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <unordered_map>
 
 #include "bench/bench_util.h"
-#include "chorus/core/error.h"
 #include "chorus/text/pretokenizer.h"
 #include "chorus/text/vocabulary.h"
 #include "chorus/text/word_piece_vocabulary.h"
 
 namespace chorus {
 namespace {
-
-std::string data_root(int argc, char** argv) {
-  if (argc > 1) return argv[1];
-  if (const char* env = std::getenv("CHORUS_SHARED_DATA"); env != nullptr && *env != '\0') return env;
-  return (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "shared/data").string();
-}
-
-std::vector<std::string> long_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IOError(path + ": cannot open");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (line.size() > 100) lines.push_back(line);
-  }
-  return lines;
-}
 
 // As compute_word_piece_vocabulary counts them: hashed, then ordered for the learner.
 std::map<std::string, int64_t> word_counts(const std::vector<std::string>& lines) {
@@ -56,7 +37,8 @@ std::map<std::string, int64_t> word_counts(const std::vector<std::string>& lines
 
 int main(int argc, char** argv) {
   using namespace chorus;
-  const std::vector<std::string> lines = long_lines(data_root(argc, argv) + "/wikitext-2/wiki.train.tokens");
+  const std::vector<std::string> lines =
+      bench::long_lines(bench::shared_data_root(argc, argv) + "/wikitext-2/wiki.train.tokens");
   int64_t bytes = 0;
   for (const std::string& line : lines) bytes += static_cast<int64_t>(line.size());
   const text::WordPieceVocabularyOptions options{.vocabulary_size = 30522, .lowercase = true};
