@@ -264,8 +264,7 @@ void check(const LaunchOptions& o) {
 }
 
 // Runs attempts until one succeeds, a signal stops the launcher or the restarts run out.
-int run_attempts(const LaunchOptions& o, int signal_fd) {
-  const Rendezvous r = rendezvous_of(o);
+int run_attempts(const LaunchOptions& o, const Rendezvous& r, int signal_fd) {
   LaunchRendezvous hosts(o, r.host, r.port, r.job_id);
   for (int attempt = 0;; ++attempt) {
     const std::optional<LaunchRound> round = hosts.join(attempt);
@@ -292,7 +291,7 @@ std::chrono::milliseconds LaunchOptions::default_survivor_wait() {
 
 int launch(const LaunchOptions& o) {
   check(o);
-  rendezvous_of(o);  // bad --master fails before anything starts
+  const Rendezvous r = rendezvous_of(o);  // bad --master fails before anything starts
   int signal_pipe[2];
   if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw Error("chorus launch: pipe failed");
   g_signal_pipe = signal_pipe[1];
@@ -308,7 +307,7 @@ int launch(const LaunchOptions& o) {
     g_signal_pipe = -1;
   };
   try {
-    const int code = run_attempts(o, signal_pipe[0]);
+    const int code = run_attempts(o, r, signal_pipe[0]);
     restore();
     return code;
   } catch (...) {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 #include <string>
 
 #include "chorus/core/error.h"
@@ -131,19 +130,30 @@ Registry<Optimizer>& registry() {
 
 std::shared_ptr<Optimizer> Optimizer::from_name(std::string_view name) {
   // Keras's lookup knows both the class names and their lower-case aliases.
+  struct Alias {
+    std::string_view name;
+    std::shared_ptr<Optimizer> (*make)();
+  };
+  static constexpr Alias kAliases[] = {
+      {"sgd", []() -> std::shared_ptr<Optimizer> { return std::make_shared<SGD>(); }},
+      {"adam", []() -> std::shared_ptr<Optimizer> { return std::make_shared<Adam>(); }},
+      {"adamw", []() -> std::shared_ptr<Optimizer> { return std::make_shared<AdamW>(); }},
+      {"adagrad", []() -> std::shared_ptr<Optimizer> { return std::make_shared<Adagrad>(); }},
+      {"rmsprop", []() -> std::shared_ptr<Optimizer> { return std::make_shared<RMSprop>(); }},
+  };
   const std::string key = lower(name);
-  if (key == "sgd") return std::make_shared<SGD>();
-  if (key == "adam") return std::make_shared<Adam>();
-  if (key == "adamw") return std::make_shared<AdamW>();
-  if (key == "adagrad") return std::make_shared<Adagrad>();
-  if (key == "rmsprop") return std::make_shared<RMSprop>();
+  for (const Alias& alias : kAliases) {
+    if (alias.name == key) return alias.make();
+  }
   // A class registered by the user, by its class name, with its defaults.
   const std::string class_name(name);
   if (registry().contains(class_name)) return registry().make("Optimizer::from_name", class_name, json::object());
-  const std::set<std::string> builtins = {"sgd", "adam", "adamw", "adagrad", "rmsprop"};
-  std::string known = "sgd, adam, adamw, adagrad, rmsprop";
+  std::string known;
+  for (const Alias& alias : kAliases) known += (known.empty() ? "" : ", ") + std::string(alias.name);
   for (const std::string& registered : registry().names()) {
-    if (!builtins.contains(lower(registered))) known += ", " + registered;
+    const bool builtin = std::any_of(std::begin(kAliases), std::end(kAliases),
+                                     [&](const Alias& alias) { return alias.name == lower(registered); });
+    if (!builtin) known += ", " + registered;
   }
   throw_error<ValueError>("unknown optimizer '{}': expected one of {}", name, known);
 }
