@@ -14,6 +14,7 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <thread>
 
 #include "chorus/core/error.h"
 #include "tests/testing/free_port.h"
@@ -140,6 +141,31 @@ TEST(LauncherTest, AnElasticJobRestartsWithTheHostsLeftWhenOneIsLost) {
   EXPECT_THAT(run0.output, HasSubstr("chorus launch: attempt 1 runs on 1 of 2 hosts (nodes 0)"));
   EXPECT_THAT(run0.output, HasSubstr("[0] attempt 1 rank 0 of 1\n"));
   EXPECT_THAT(run1.output, Not(HasSubstr("attempt 1")));
+}
+
+TEST(LauncherTest, TooFewHostsWithinTheJoinTimeoutAndAHostTooLateAreNamed) {
+  const int port = chorus::testing::free_port();
+  EXPECT_THAT(
+      [&] {
+        launch({.nnodes = 2, .master = fmt::format("127.0.0.1:{}", port), .command = {"true"},
+                .join_timeout = std::chrono::seconds(1)});
+      },
+      ThrowsMessage<Error>(HasSubstr("chorus launch: attempt 0 needs 2 of the 2 hosts, but only nodes 0 joined "
+                                     "within 1 s")));
+  // Node 0 starts at once alone (MIN 1, no last call); node 1 comes a second later.
+  const int elastic_port = chorus::testing::free_port();
+  auto node0 = std::async(std::launch::async, [=] {
+    return chorus::testing::run_chorus(fmt::format(
+        "launch --nnodes 1:2 --node-rank 0 --master 127.0.0.1:{} --last-call-timeout 0 -n 1 -- sleep 3", elastic_port));
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const auto late = chorus::testing::run_chorus(fmt::format(
+      "launch --nnodes 1:2 --node-rank 1 --master 127.0.0.1:{} -n 1 -- true", elastic_port));
+  const auto run0 = node0.get();
+  if (late.exit_code == -1) GTEST_SKIP() << late.output;
+  EXPECT_EQ(run0.exit_code, 0) << run0.output;
+  EXPECT_EQ(late.exit_code, 1) << late.output;
+  EXPECT_THAT(late.output, HasSubstr("chorus launch: node 1 joined attempt 0 after it had started without it"));
 }
 
 TEST(LauncherTest, FreePortsComeFromBelowTheEphemeralRangeAndCanBeListenedOn) {
