@@ -1,9 +1,64 @@
 #include "chorus/autograd/variable.h"
 
+#include <algorithm>
+#include <cstring>
+
+#include "chorus/core/sharding.h"
+
 namespace chorus::autograd {
 
+struct Variable::DeviceValues {
+  std::vector<Tensor> values;
+  std::vector<int> blocks;  // empty: every device holds the whole value
+  std::mutex mutex;         // guards the gathered whole value
+  bool whole_current = false;
+};
+
+namespace {
+
+// The whole tensor from device values: device 0's where replicated, else the blocks in
+// order along the sharded dimension.
+Tensor gather_whole(const std::vector<Tensor>& values, const std::vector<int>& blocks) {
+  LocalShardScope local;
+  if (blocks.empty()) return values[0].clone();
+  const Sharding& s = *values[0].impl()->sharding;
+  Tensor whole = Tensor::empty(s.global_shape, values[0].dtype());
+  const Shape& global = s.global_shape;
+  int64_t outer = 1, inner = static_cast<int64_t>(dtype_size(whole.dtype()));
+  for (int d = 0; d < s.dim; ++d) outer *= global[d];
+  for (int d = s.dim + 1; d < global.rank(); ++d) inner *= global[d];
+  const int count = *std::max_element(blocks.begin(), blocks.end()) + 1;
+  const int64_t block_bytes = global[s.dim] / count * inner;
+  for (int k = 0; k < count; ++k) {
+    const auto holder = std::find(blocks.begin(), blocks.end(), k) - blocks.begin();
+    const auto* src = static_cast<const char*>(values[static_cast<size_t>(holder)].raw_data());
+    auto* dst = static_cast<char*>(whole.raw_data()) + k * block_bytes;
+    for (int64_t o = 0; o < outer; ++o) {
+      std::memcpy(dst + o * block_bytes * count, src + o * block_bytes, static_cast<size_t>(block_bytes));
+    }
+  }
+  return whole;
+}
+
+// Copies block `block` of `whole` (of `count` blocks along `dim`) into `out`.
+void copy_block(const Tensor& whole, int dim, int block, int count, const Tensor& out) {
+  const Shape& global = whole.shape();
+  int64_t outer = 1, inner = static_cast<int64_t>(dtype_size(whole.dtype()));
+  for (int d = 0; d < dim; ++d) outer *= global[d];
+  for (int d = dim + 1; d < global.rank(); ++d) inner *= global[d];
+  const int64_t block_bytes = global[dim] / count * inner;
+  const auto* src = static_cast<const char*>(whole.raw_data()) + block * block_bytes;
+  LocalShardScope local;
+  auto* dst = static_cast<char*>(out.raw_data());
+  for (int64_t o = 0; o < outer; ++o) {
+    std::memcpy(dst + o * block_bytes, src + o * block_bytes * count, static_cast<size_t>(block_bytes));
+  }
+}
+
+}  // namespace
+
 Variable::Variable(std::string path, Tensor initial_value, bool trainable)
-    : impl_(std::make_shared<Impl>(Impl{std::move(path), Tensor(), false})) {
+    : impl_(std::make_shared<Impl>(Impl{std::move(path), Tensor(), false, trainable, nullptr})) {
   if (!initial_value.defined()) throw_error<ValueError>("Variable '{}': the initial value is undefined", impl_->path);
   // A handle of its own on the same storage: marking it trainable leaves the caller's
   // tensor (and any tape slot it has) untouched.
@@ -31,7 +86,81 @@ void Variable::assign(const Tensor& new_value) const {
     throw_error<ShapeError>("Variable '{}': cannot assign a value of shape {} to a variable of shape {}", path(),
                             new_value.shape().to_string(), v.shape().to_string());
   }
-  v.copy_from(new_value);
+  if (impl_->devices == nullptr) {
+    v.copy_from(new_value);
+    return;
+  }
+  DeviceValues& devices = *impl_->devices;
+  const int count = devices.blocks.empty() ? 1 : *std::max_element(devices.blocks.begin(), devices.blocks.end()) + 1;
+  // Device d's value from the new one: the same block of a sharded value, its own block of
+  // a whole one.
+  const auto store = [&](size_t d) {
+    const Tensor& mine = devices.values[d];
+    if (devices.blocks.empty()) {
+      mine.copy_from(new_value);
+    } else if (new_value.impl()->sharding != nullptr) {
+      LocalShardScope local;
+      mine.copy_from(shard_block(new_value));
+    } else {
+      copy_block(new_value, mine.impl()->sharding->dim, devices.blocks[d], count, mine);
+    }
+  };
+  if (MeshContext* mesh = MeshContext::current()) {
+    store(static_cast<size_t>(mesh->device()));  // a device thread assigns its own value
+  } else {
+    for (size_t d = 0; d < devices.values.size(); ++d) store(d);
+  }
+  std::lock_guard lock(devices.mutex);
+  devices.whole_current = false;
+}
+
+void Variable::set_device_values(std::vector<Tensor> values, std::vector<int> blocks) const {
+  const Shape shape = this->shape();
+  const DType dtype = this->dtype();
+  for (Tensor& v : values) {
+    if (v.shape() != shape || v.dtype() != dtype) {
+      throw_error<ShapeError>("Variable '{}': a device value of shape {} and dtype {} does not match {} {}", path(),
+                              v.shape().to_string(), dtype_name(v.dtype()), shape.to_string(), dtype_name(dtype));
+    }
+    v.impl()->autograd.trainable = trainable();
+  }
+  auto devices = std::make_shared<DeviceValues>();
+  devices->values = std::move(values);
+  devices->blocks = std::move(blocks);
+  impl_->devices = std::move(devices);
+  impl_->value = Tensor();
+}
+
+const std::vector<Tensor>& Variable::device_values() const {
+  static const std::vector<Tensor> kNone;
+  return impl().devices ? impl_->devices->values : kNone;
+}
+
+void Variable::gather_device_values() const {
+  if (impl().devices == nullptr) return;
+  Tensor whole = gather_whole(impl_->devices->values, impl_->devices->blocks);
+  whole.impl()->autograd.trainable = impl_->trainable;
+  impl_->devices = nullptr;
+  impl_->value = std::move(whole);
+}
+
+void Variable::device_values_changed() const {
+  if (impl().devices == nullptr) return;
+  std::lock_guard lock(impl_->devices->mutex);
+  impl_->devices->whole_current = false;
+  impl_->value = Tensor();
+}
+
+const Tensor& Variable::distributed_value() const {
+  DeviceValues& devices = *impl_->devices;
+  if (MeshContext* mesh = MeshContext::current()) return devices.values[static_cast<size_t>(mesh->device())];
+  std::lock_guard lock(devices.mutex);
+  if (!devices.whole_current) {
+    impl_->value = gather_whole(devices.values, devices.blocks);
+    impl_->value.impl()->autograd.trainable = impl_->trainable;
+    devices.whole_current = true;
+  }
+  return impl_->value;
 }
 
 }  // namespace chorus::autograd

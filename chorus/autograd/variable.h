@@ -5,7 +5,9 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "chorus/core/tensor.h"
 
@@ -20,14 +22,34 @@ class Variable {
   const std::string& path() const { return impl().path; }
   // The last component of the path: "kernel" for "dense_1/kernel".
   std::string name() const;
-  bool trainable() const { return impl().value.impl()->autograd.trainable; }
+  bool trainable() const { return impl().trainable; }
   bool defined() const { return impl_ != nullptr; }
 
-  // The value as a tensor; ops on it are recorded when the variable is trainable.
-  const Tensor& value() const { return impl().value; }
+  // The value as a tensor; ops on it are recorded when the variable is trainable. On a
+  // device thread of a model-parallel step: that device's value (a sharded tensor where
+  // the variable is sharded); elsewhere the whole value, gathered from the devices.
+  const Tensor& value() const {
+    const Impl& i = impl();
+    if (i.devices != nullptr) [[unlikely]] return distributed_value();
+    return i.value;
+  }
   operator const Tensor&() const { return value(); }  // NOLINT: use a variable wherever a tensor goes
   const Shape& shape() const { return value().shape(); }
   DType dtype() const { return value().dtype(); }
+
+  // Model parallelism: keeps the value as `values[d]` on mesh device d from now on — the
+  // whole value where it is replicated, or a sharded tensor (core/sharding.h) holding
+  // block `blocks[d]` where it is sharded (`blocks` empty: replicated). The values are the
+  // variable's own; the value it had is dropped. Throws ShapeError / DTypeError unless
+  // every value has the variable's global shape and dtype.
+  void set_device_values(std::vector<Tensor> values, std::vector<int> blocks) const;
+  // Whether the value is kept per device, and those values (empty when it is not).
+  bool distributed() const { return impl().devices != nullptr; }
+  const std::vector<Tensor>& device_values() const;
+  // Back to one whole value (the gathered one).
+  void gather_device_values() const;
+  // Forgets the gathered whole value after the devices' values changed (a step ran).
+  void device_values_changed() const;
 
   // Whether the variable is read by row gathers (an Embedding table sets it): its
   // gradient is then mostly the rows a batch read, and data-parallel training exchanges
@@ -40,11 +62,15 @@ class Variable {
   void assign(const Tensor& new_value) const;
 
  private:
+  struct DeviceValues;
   struct Impl {
     std::string path;
-    Tensor value;
+    Tensor value;  // under model parallelism: the gathered whole value, made when read
     bool sparse_gradients = false;
+    bool trainable = false;
+    std::shared_ptr<DeviceValues> devices;
   };
+  const Tensor& distributed_value() const;
   const Impl& impl() const {
     if (!impl_) throw Error("Variable: use of an undefined variable");
     return *impl_;

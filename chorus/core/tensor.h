@@ -29,6 +29,9 @@ struct AutogradInfo {
 // defined by chorus/layers/node.h; core only carries it.
 struct SymbolicOrigin;
 
+// Which block of a larger tensor a model-parallel tensor holds: core/sharding.h.
+struct Sharding;
+
 // The shared state behind a Tensor handle. Storage is contiguous row-major from
 // `offset` (bytes); views share `storage`.
 struct TensorImpl {
@@ -39,6 +42,9 @@ struct TensorImpl {
   AutogradInfo autograd;
   // Set only on the placeholder tensors of a functional model under construction.
   std::shared_ptr<const SymbolicOrigin> keras_history;
+  // Set only on the blocks of sharded tensors (model parallelism): `shape` is then the
+  // block's shape, and the tensor's shape() is the global one (core/sharding.h).
+  std::shared_ptr<const Sharding> sharding;
 };
 
 class Tensor {
@@ -57,7 +63,11 @@ class Tensor {
   static Tensor from_string(std::string value);
 
   bool defined() const { return impl_ != nullptr; }
-  const Shape& shape() const { return checked().shape; }
+  const Shape& shape() const {
+    const TensorImpl& impl = checked();
+    if (impl.sharding != nullptr) [[unlikely]] return sharded_shape();
+    return impl.shape;
+  }
   int rank() const { return shape().rank(); }
   // Dimension `axis` (negative counts from the end).
   int64_t dim(int axis) const { return shape().dim(axis); }
@@ -81,7 +91,10 @@ class Tensor {
   }
   // The first element for any dtype (std::string objects for kString): for dtype-generic
   // copies through copy_elements, never memcpy.
-  void* element_data() const { return static_cast<char*>(checked().storage->data()) + impl_->offset; }
+  void* element_data() const {
+    if (checked().sharding != nullptr) [[unlikely]] check_block_access();
+    return static_cast<char*>(impl_->storage->data()) + impl_->offset;
+  }
 
   // The elements of a string tensor in row-major order; valid while this tensor's storage
   // lives. Throws DTypeError for other dtypes.
@@ -123,6 +136,10 @@ class Tensor {
     return *impl_;
   }
   void check_dtype(DType expected, const char* what) const;
+  // A sharded tensor's shape as the calling thread sees it (sharding.cc).
+  const Shape& sharded_shape() const;
+  // Throws unless the calling thread sees sharded tensors as their blocks (sharding.cc).
+  void check_block_access() const;
   [[noreturn]] void throw_string_raw_data() const;
 
   std::shared_ptr<TensorImpl> impl_;

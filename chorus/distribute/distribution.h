@@ -6,6 +6,7 @@
 //   ch::distribution::set_distribution(ch::distribution::DataParallel(ch::devices()));
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,7 +44,11 @@ class DeviceMesh {
 // along, or nullopt where it is replicated (keras.distribution.TensorLayout).
 class TensorLayout {
  public:
+  TensorLayout() = default;  // no axes: a scalar's layout
   explicit TensorLayout(std::vector<std::optional<std::string>> axes, std::optional<DeviceMesh> device_mesh = {});
+  // layout_map["d1/kernel"] = {std::nullopt, "model"}: Keras's tuple (None, "model").
+  TensorLayout(std::initializer_list<std::optional<std::string>> axes)  // NOLINT: implicit, as Keras's tuples
+      : TensorLayout(std::vector<std::optional<std::string>>(axes)) {}
 
   const std::vector<std::optional<std::string>>& axes() const { return axes_; }
   const std::optional<DeviceMesh>& device_mesh() const { return device_mesh_; }

@@ -19,22 +19,21 @@
 
 #include "chorus/distribute/gradient_reducer.h"
 #include "chorus/distribute/replica_pool.h"
+#include "chorus/distribute/step_runner.h"
 #include "chorus/distribute/update_team.h"
 
 namespace chorus::distribute {
 
-class WorkerGroup;
-
-class ReplicaRunner {
+class ReplicaRunner : public StepRunner {
  public:
   // `workers`: the multi-worker job the replicas belong to, or nullptr for this process alone.
   explicit ReplicaRunner(std::shared_ptr<ReplicaPool> pool, std::shared_ptr<WorkerGroup> workers = nullptr);
-  ~ReplicaRunner();
+  ~ReplicaRunner() override;
 
   // Replicas of this process.
-  int num_replicas() const { return pool_->size(); }
+  int num_replicas() const override { return pool_->size(); }
   int num_workers() const;
-  WorkerGroup* workers() const { return workers_.get(); }
+  WorkerGroup* workers() const override { return workers_.get(); }
 
   // The slices of `rows` rows over `replicas`: {begin, end} per replica, the first
   // rows % replicas replicas one row longer, so replica 0 is empty only if rows is 0.
@@ -51,7 +50,7 @@ class ReplicaRunner {
   // `own_rows`: the batch holds this worker's `own_rows` rows only (FILE sharding), split
   // over the local replicas; nullopt: it is the global batch.
   int run(int64_t global_rows, std::optional<int64_t> own_rows, bool training,
-          const std::function<void(int replica, int64_t begin, int64_t end)>& step);
+          const std::function<void(int replica, int64_t begin, int64_t end)>& step) override;
 
  private:
   class Context;

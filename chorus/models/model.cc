@@ -52,6 +52,7 @@ void Model::compile(CompileOptions options) {
   distribution_ = distribution::distribution();
   runner_.reset();
   workers_synced_ = false;
+  placed_on_mesh_ = false;
   replica_metrics_.clear();
   reset_metrics();
 }

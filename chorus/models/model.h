@@ -28,7 +28,8 @@
 #include "chorus/optimizers/optimizer.h"
 
 namespace chorus::distribute {
-class ReplicaRunner;
+class MeshRunner;
+class StepRunner;
 class WorkerGroup;
 }
 namespace chorus::distribution {
@@ -246,7 +247,13 @@ class Model : public layers::Layer {
   // Multi-worker: merges every worker's unmerged metric states into the model's, in rank
   // order. Every worker calls it at the same points (epoch and evaluation ends).
   void merge_worker_metrics();
-  distribute::ReplicaRunner* replica_runner();
+  distribute::StepRunner* replica_runner();
+  // Model parallelism, once per compile: builds the model and its optimizer state if
+  // needed and places every variable on the mesh as the distribution's layouts say.
+  void place_on_mesh(distribute::MeshRunner& runner, const Tree& batch);
+  // Builds every layer the steps use, by a forward step (with the loss when compiled and
+  // `batch` has targets) on its first row, on the calling thread.
+  void build_on_first_row(const Tree& batch);
   // The multi-worker job the steps run in, or nullptr.
   distribute::WorkerGroup* step_workers();
   // Multi-worker, once per compile: builds the model if needed, checks that every worker
@@ -261,8 +268,9 @@ class Model : public layers::Layer {
   std::unique_ptr<metrics::Mean> loss_tracker_;
   std::vector<std::shared_ptr<metrics::Metric>> compiled_metrics_;
   std::shared_ptr<distribution::Distribution> distribution_;
-  std::unique_ptr<distribute::ReplicaRunner> runner_;
+  std::unique_ptr<distribute::StepRunner> runner_;
   bool workers_synced_ = false;
+  bool placed_on_mesh_ = false;
   // Per replica: copies of metrics() that its steps update.
   std::vector<std::vector<std::unique_ptr<metrics::Metric>>> replica_metrics_;
   // Multi-worker: this worker's metric states (metrics() laid end to end) from the steps

@@ -10,9 +10,12 @@
 
 #include <fmt/format.h>
 
+#include "chorus/autograd/tape.h"
 #include "chorus/core/creation.h"
 #include "chorus/core/error.h"
 #include "chorus/distribute/distribution.h"
+#include "chorus/distribute/mesh_runner.h"
+#include "chorus/distribute/model_parallel.h"
 #include "chorus/distribute/replica_runner.h"
 #include "chorus/distribute/startup_check.h"
 #include "chorus/distribute/worker_group.h"
@@ -75,15 +78,49 @@ Tensor gather_rows(const Tensor& local, const std::vector<int64_t>& rows, distri
 
 }  // namespace
 
-distribute::ReplicaRunner* Model::replica_runner() {
+distribute::StepRunner* Model::replica_runner() {
   const std::shared_ptr<distribution::Distribution> dist = compiled() ? distribution_ : distribution::distribution();
-  if (!dist || dist->num_replicas() <= 1) return nullptr;
+  if (!dist) return nullptr;
+  if (auto model_parallel = std::dynamic_pointer_cast<const distribution::ModelParallel>(dist)) {
+    if (dist->device_mesh().devices().size() <= 1) return nullptr;
+    if (dist->workers() != nullptr) {
+      throw_error<ValueError>("{}: ModelParallel over the devices of several workers is not supported yet", name());
+    }
+    if (!runner_) runner_ = std::make_unique<distribute::MeshRunner>(model_parallel);
+    return runner_.get();
+  }
+  if (dist->num_replicas() <= 1) return nullptr;
   if (!runner_) runner_ = std::make_unique<distribute::ReplicaRunner>(dist->replica_pool(), dist->workers());
   return runner_.get();
 }
 
+void Model::place_on_mesh(distribute::MeshRunner& runner, const Tree& batch) {
+  if (placed_on_mesh_) return;
+  build_on_first_row(batch);
+  const auto& dist = dynamic_cast<const distribution::ModelParallel&>(*distribution_);
+  std::vector<std::pair<Variable, distribution::VariablePlacement>> placements;
+  for (const Variable& v : weights()) placements.emplace_back(v, dist.placement(v));  // checks every layout first
+  if (compiled()) {
+    optimizer().build(trainable_weights());
+    // A slot ("optimizer/<variable path>/<slot>") follows its variable's layout.
+    for (const Variable& slot : optimizer().variables()) {
+      distribution::VariablePlacement placement;
+      for (const auto& [v, p] : placements) {
+        const std::string prefix = "optimizer/" + v.path() + "/";
+        if (slot.path().starts_with(prefix) && slot.path().find('/', prefix.size()) == std::string::npos &&
+            slot.shape() == v.shape()) {
+          placement = p;
+        }
+      }
+      placements.emplace_back(slot, placement);
+    }
+  }
+  for (const auto& [v, p] : placements) runner.place(v, p);
+  placed_on_mesh_ = true;
+}
+
 distribute::WorkerGroup* Model::step_workers() {
-  distribute::ReplicaRunner* runner = replica_runner();
+  distribute::StepRunner* runner = replica_runner();
   return runner != nullptr ? runner->workers() : nullptr;
 }
 
@@ -114,7 +151,7 @@ void Model::sync_workers(const Tree& batch, int64_t global_rows) {
 int Model::run_replicas(const WorkerInput::Step& input, bool training, StepMetrics step_metrics,
                         const std::function<void(int replica, const Tree& slice)>& step) {
   const Tree& batch = input.batch;
-  distribute::ReplicaRunner& runner = *replica_runner();
+  distribute::StepRunner& runner = *replica_runner();
   const std::vector<metrics::Metric*> merged = metrics();
   if (replica_metrics_.size() != static_cast<size_t>(runner.num_replicas())) {
     replica_metrics_.clear();
@@ -128,6 +165,7 @@ int Model::run_replicas(const WorkerInput::Step& input, bool training, StepMetri
     const int64_t rows = batch_rows(batch, name());
     const int64_t global_rows = input.global_rows.value_or(rows);
     sync_workers(batch, global_rows);
+    if (auto* mesh = dynamic_cast<distribute::MeshRunner*>(&runner)) place_on_mesh(*mesh, batch);
     const std::optional<int64_t> own_rows = input.global_rows ? std::optional<int64_t>(rows) : std::nullopt;
     active = runner.run(global_rows, own_rows, training, [&](int replica, int64_t begin, int64_t end) {
       step(replica, batch.map([&](const Tensor& t) { return t.first_axis_slice(begin, end); }));
@@ -144,7 +182,7 @@ int Model::run_replicas(const WorkerInput::Step& input, bool training, StepMetri
     for (int r = 0; r < active; ++r) {
       auto& copies = replica_metrics_[static_cast<size_t>(r)];
       for (size_t k = 0; k < merged.size(); ++k) {
-        merged[k]->merge_state(copies[k]->state());
+        if (runner.reports(r)) merged[k]->merge_state(copies[k]->state());
         copies[k]->reset_state();
       }
     }
@@ -228,7 +266,7 @@ Logs Model::run_test_step(const WorkerInput::Step& input, bool merge_workers) {
 }
 
 Tree Model::run_predict_step(const Tree& batch) {
-  distribute::ReplicaRunner* runner = replica_runner();
+  distribute::StepRunner* runner = replica_runner();
   if (runner == nullptr) return predict_step(batch);
   std::vector<Tree> outputs(static_cast<size_t>(runner->num_replicas()));
   const int active = run_replicas({batch, std::nullopt}, /*training=*/false, StepMetrics::kNone,
@@ -236,11 +274,15 @@ Tree Model::run_predict_step(const Tree& batch) {
     outputs[static_cast<size_t>(replica)] = predict_step(slice);
   });
   // Replica order is row order: concatenating the slices' outputs keeps the input order.
+  std::vector<int> reporting;
+  for (int r = 0; r < active; ++r) {
+    if (runner->reports(r)) reporting.push_back(r);
+  }
   std::vector<Tensor> joined = outputs[0].flatten();
-  if (active > 1) {
+  if (reporting.size() > 1) {
     for (size_t leaf = 0; leaf < joined.size(); ++leaf) {
       std::vector<Tensor> parts;
-      for (int r = 0; r < active; ++r) parts.push_back(outputs[static_cast<size_t>(r)].flatten()[leaf]);
+      for (int r : reporting) parts.push_back(outputs[static_cast<size_t>(r)].flatten()[leaf]);
       joined[leaf] = ops::concatenate(parts, 0);
     }
   }

@@ -6,6 +6,7 @@
 
 #include "chorus/autograd/tape.h"
 #include "chorus/core/error.h"
+#include "chorus/core/sharding.h"
 #include "chorus/distribute/distribution.h"
 #include "chorus/distribute/replica_context.h"
 #include "chorus/distribute/replica_runner.h"
@@ -15,9 +16,17 @@
 #include "chorus/models/model.h"
 #include "chorus/models/progbar_logger.h"
 #include "chorus/ops/ops.h"
+#include "chorus/ops/sharded_ops.h"
 
 namespace chorus::models {
 namespace {
+
+// A model's outputs as whole tensors: under model parallelism the last layers may leave
+// them sharded, and losses, metrics and predict read them whole.
+Tree whole_outputs(Tree outputs) {
+  if (MeshContext::current() == nullptr) return outputs;
+  return outputs.map([](const Tensor& t) { return ops::sharded::replicate(t); });
+}
 
 struct Unpacked {
   Tree x, y;
@@ -128,7 +137,7 @@ void Model::update_metrics(const Tensor& loss, const Tree& y, const Tree& y_pred
 static Tensor scalar_loss(const Tensor& loss) { return loss.rank() == 0 ? loss : ops::mean(loss); }
 
 Model::StepResult Model::forward_step(const Tree& x, const Tree& y, const Tensor& sample_weight, bool training) {
-  StepResult out{.y = y, .y_pred = (*this)(x, training), .sample_weight = sample_weight};
+  StepResult out{.y = y, .y_pred = whole_outputs((*this)(x, training)), .sample_weight = sample_weight};
   out.loss = compute_loss(x, y, out.y_pred, sample_weight);
   return out;
 }
@@ -168,9 +177,22 @@ Logs Model::test_step(const Tree& batch) {
   return get_metrics_result();
 }
 
+void Model::build_on_first_row(const Tree& batch) {
+  // A subclassed model builds its layers as it first calls them, some perhaps in
+  // compute_loss: a forward step with the loss on one row builds them all.
+  const int64_t rows = std::min<int64_t>(batch_rows(batch, name()), 1);
+  auto [x, y, sample_weight] = unpack(batch.map([&](const Tensor& t) { return t.first_axis_slice(0, rows); }));
+  autograd::NoGradGuard no_grad;
+  if (compiled() && !y.empty()) {
+    forward_step(x, y, sample_weight, /*training=*/false);
+  } else {
+    (*this)(x, /*training=*/false);
+  }
+}
+
 Tree Model::predict_step(const Tree& batch) {
   autograd::NoGradGuard no_grad;
-  return (*this)(unpack(batch).x, /*training=*/false);
+  return whole_outputs((*this)(unpack(batch).x, /*training=*/false));
 }
 
 History Model::fit(const Tree& x, const Tree& y, FitOptions options) {

@@ -8,6 +8,7 @@
 // Backward: dP' = dO V^T;  dV = P'^T dO;  per row: dS = P * (dP - sum(dP * P)) * scale
 //           with dP = dP' * dropout (+ a gradient reaching P itself), 0 where masked;
 //           dQ = dS K;  dK = dS^T Q. Five batched matmuls and one row pass.
+#include "chorus/ops/sharded_ops.h"
 #include "chorus/ops/attention.h"
 
 #include <array>
@@ -217,6 +218,9 @@ std::vector<Tensor> attention_backward(const AttentionSaved& sv, std::span<const
 
 AttentionOutputs dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                        const AttentionOptions& options) {
+  if (sharded::any(query, key, value) || sharded::any(options.mask, options.dropout_mask)) {
+    return sharded::dot_product_attention(query, key, value, options);
+  }
   check_attention_dtypes(query, key, value);
   const AttentionSizes z = check_attention_shapes(query, key, value);
   const float scale =

@@ -1,6 +1,7 @@
 // Binary elementwise ops (arithmetic, power, comparisons) and their gradients, plus the
 // shared checks and kernel launches of elementwise_detail.h. Broadcast gradients are
 // summed back to each input's shape with sum_to.
+#include "chorus/ops/sharded_ops.h"
 #include "chorus/ops/elementwise.h"
 
 #include "chorus/autograd/tape.h"
@@ -80,6 +81,7 @@ using detail::binary_forward;
 using detail::BinaryOp;
 
 Tensor add(const Tensor& a, const Tensor& b) {
+  if (sharded::any(a, b)) return sharded::elementwise(add, a, b);
   Tensor out = binary_forward("add", BinaryOp::kAdd, a, b);
   autograd::record("add", {a, b}, {out}, [&] {
     return [sa = a.shape(), sb = b.shape()](std::span<const Tensor> g) {
@@ -90,6 +92,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor subtract(const Tensor& a, const Tensor& b) {
+  if (sharded::any(a, b)) return sharded::elementwise(subtract, a, b);
   Tensor out = binary_forward("subtract", BinaryOp::kSubtract, a, b);
   autograd::record("subtract", {a, b}, {out}, [&] {
     return [sa = a.shape(), sb = b.shape()](std::span<const Tensor> g) {
@@ -100,6 +103,7 @@ Tensor subtract(const Tensor& a, const Tensor& b) {
 }
 
 Tensor multiply(const Tensor& a, const Tensor& b) {
+  if (sharded::any(a, b)) return sharded::elementwise(multiply, a, b);
   Tensor out = binary_forward("multiply", BinaryOp::kMultiply, a, b);
   autograd::record("multiply", {a, b}, {out}, [&] {
     return [a, b](std::span<const Tensor> g) {
@@ -110,6 +114,7 @@ Tensor multiply(const Tensor& a, const Tensor& b) {
 }
 
 Tensor divide(const Tensor& a, const Tensor& b) {
+  if (sharded::any(a, b)) return sharded::elementwise(divide, a, b);
   Tensor out = binary_forward("divide", BinaryOp::kDivide, a, b);
   autograd::record("divide", {a, b}, {out}, [&] {
     // d/da = g / b; d/db = -g a / b^2 = -(g / b) * out.
@@ -123,6 +128,7 @@ Tensor divide(const Tensor& a, const Tensor& b) {
 
 // Ties (a == b) send the whole gradient to a, as TensorFlow does; b gets the rest.
 Tensor maximum(const Tensor& a, const Tensor& b) {
+  if (sharded::any(a, b)) return sharded::elementwise(maximum, a, b);
   Tensor out = binary_forward("maximum", BinaryOp::kMaximum, a, b);
   autograd::record("maximum", {a, b}, {out}, [&] {
     return [a, b](std::span<const Tensor> g) {
@@ -135,6 +141,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
+  if (sharded::any(a, b)) return sharded::elementwise(minimum, a, b);
   Tensor out = binary_forward("minimum", BinaryOp::kMinimum, a, b);
   autograd::record("minimum", {a, b}, {out}, [&] {
     return [a, b](std::span<const Tensor> g) {
@@ -149,6 +156,7 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 // d/da = b a^(b-1) everywhere; d/db = a^b log(a) where a > 0 and 0 elsewhere (log a is
 // undefined there; TensorFlow does the same).
 Tensor power(const Tensor& a, const Tensor& b) {
+  if (sharded::any(a, b)) return sharded::elementwise(power, a, b);
   Tensor out = binary_forward("power", BinaryOp::kPower, a, b);
   autograd::record("power", {a, b}, {out}, [&] {
     return [a, b, out](std::span<const Tensor> g) {
@@ -161,12 +169,28 @@ Tensor power(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor equal(const Tensor& a, const Tensor& b) { return binary_forward("equal", BinaryOp::kEqual, a, b); }
-Tensor not_equal(const Tensor& a, const Tensor& b) { return binary_forward("not_equal", BinaryOp::kNotEqual, a, b); }
-Tensor less(const Tensor& a, const Tensor& b) { return binary_forward("less", BinaryOp::kLess, a, b); }
-Tensor less_equal(const Tensor& a, const Tensor& b) { return binary_forward("less_equal", BinaryOp::kLessEqual, a, b); }
-Tensor greater(const Tensor& a, const Tensor& b) { return binary_forward("greater", BinaryOp::kGreater, a, b); }
+Tensor equal(const Tensor& a, const Tensor& b) {
+  if (sharded::any(a, b)) return sharded::elementwise(equal, a, b);
+  return binary_forward("equal", BinaryOp::kEqual, a, b);
+}
+Tensor not_equal(const Tensor& a, const Tensor& b) {
+  if (sharded::any(a, b)) return sharded::elementwise(not_equal, a, b);
+  return binary_forward("not_equal", BinaryOp::kNotEqual, a, b);
+}
+Tensor less(const Tensor& a, const Tensor& b) {
+  if (sharded::any(a, b)) return sharded::elementwise(less, a, b);
+  return binary_forward("less", BinaryOp::kLess, a, b);
+}
+Tensor less_equal(const Tensor& a, const Tensor& b) {
+  if (sharded::any(a, b)) return sharded::elementwise(less_equal, a, b);
+  return binary_forward("less_equal", BinaryOp::kLessEqual, a, b);
+}
+Tensor greater(const Tensor& a, const Tensor& b) {
+  if (sharded::any(a, b)) return sharded::elementwise(greater, a, b);
+  return binary_forward("greater", BinaryOp::kGreater, a, b);
+}
 Tensor greater_equal(const Tensor& a, const Tensor& b) {
+  if (sharded::any(a, b)) return sharded::elementwise(greater_equal, a, b);
   return binary_forward("greater_equal", BinaryOp::kGreaterEqual, a, b);
 }
 

@@ -2,6 +2,7 @@
 // their gradients.
 #include <cmath>
 
+#include "chorus/ops/sharded_ops.h"
 #include "chorus/autograd/tape.h"
 #include "chorus/core/creation.h"
 #include "chorus/ops/elementwise.h"
@@ -16,6 +17,7 @@ using detail::UnaryOp;
 
 // Integer inputs clip to the integers inside [min_value, max_value].
 Tensor clip(const Tensor& x, double min_value, double max_value) {
+  if (sharded::any(x)) return sharded::elementwise([=](const Tensor& t) { return clip(t, min_value, max_value); }, x);
   detail::check_defined("clip", x, "x");
   if (!(min_value <= max_value)) {
     throw_error<ValueError>("clip: expected min_value <= max_value. Received: min_value={}, max_value={}", min_value,
@@ -32,6 +34,9 @@ Tensor clip(const Tensor& x, double min_value, double max_value) {
 }
 
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
+  if (sharded::any(condition, x, y)) {
+    return where(sharded::replicate(condition), sharded::replicate(x), sharded::replicate(y));
+  }
   detail::check_defined("where", condition, "condition");
   detail::check_defined("where", x, "x");
   detail::check_defined("where", y, "y");
@@ -53,6 +58,7 @@ Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
 }
 
 Tensor cast(const Tensor& x, DType dtype) {
+  if (sharded::any(x)) return sharded::elementwise([=](const Tensor& t) { return cast(t, dtype); }, x);
   detail::check_defined("cast", x, "x");
   if (dtype == kString) {
     throw_error<DTypeError>("cast: expected a numeric target dtype, got string (cannot cast {} to string)",

@@ -1,6 +1,7 @@
 // Unary elementwise ops and their gradients. Backward passes use fused kernels
 // (BinaryOp::k*Grad) that take the saved forward input x or output y and the upstream
 // gradient g, so e.g. GELU's derivative is one pass instead of a dozen ops.
+#include "chorus/ops/sharded_ops.h"
 #include "chorus/autograd/tape.h"
 #include "chorus/ops/elementwise.h"
 #include "chorus/ops/elementwise_detail.h"
@@ -15,6 +16,9 @@ using detail::unary_forward;
 
 // op(x) whose gradient is grad_code(x, g).
 Tensor unary_with_input_grad(const char* op, UnaryOp code, BinaryOp grad_code, const Tensor& x) {
+  if (sharded::any(x)) {
+    return sharded::elementwise([=](const Tensor& t) { return unary_with_input_grad(op, code, grad_code, t); }, x);
+  }
   Tensor out = unary_forward(op, code, x);
   autograd::record(op, {x}, {out}, [&] {
     return [x, grad_code](std::span<const Tensor> g) { return std::vector<Tensor>{backward_kernel(grad_code, x, g[0])}; };
@@ -24,6 +28,9 @@ Tensor unary_with_input_grad(const char* op, UnaryOp code, BinaryOp grad_code, c
 
 // op(x) whose gradient is grad_code(y, g), y = op(x) (cheaper for sigmoid, tanh, sqrt).
 Tensor unary_with_output_grad(const char* op, UnaryOp code, BinaryOp grad_code, const Tensor& x) {
+  if (sharded::any(x)) {
+    return sharded::elementwise([=](const Tensor& t) { return unary_with_output_grad(op, code, grad_code, t); }, x);
+  }
   Tensor out = unary_forward(op, code, x);
   autograd::record(op, {x}, {out}, [&] {
     return [out, grad_code](std::span<const Tensor> g) {
@@ -36,6 +43,7 @@ Tensor unary_with_output_grad(const char* op, UnaryOp code, BinaryOp grad_code, 
 }  // namespace
 
 Tensor negative(const Tensor& x) {
+  if (sharded::any(x)) return sharded::elementwise(negative, x);
   Tensor out = unary_forward("negative", UnaryOp::kNegative, x);
   autograd::record("negative", {x}, {out}, [&] {
     return [](std::span<const Tensor> g) { return std::vector<Tensor>{negative(g[0])}; };
@@ -49,6 +57,7 @@ Tensor abs(const Tensor& x) { return unary_with_input_grad("abs", UnaryOp::kAbs,
 Tensor square(const Tensor& x) { return unary_with_input_grad("square", UnaryOp::kSquare, BinaryOp::kSquareGrad, x); }
 
 Tensor exp(const Tensor& x) {
+  if (sharded::any(x)) return sharded::elementwise(exp, x);
   Tensor out = unary_forward("exp", UnaryOp::kExp, x);
   autograd::record("exp", {x}, {out}, [&] {
     return [out](std::span<const Tensor> g) { return std::vector<Tensor>{multiply(g[0], out)}; };
@@ -57,6 +66,7 @@ Tensor exp(const Tensor& x) {
 }
 
 Tensor log(const Tensor& x) {
+  if (sharded::any(x)) return sharded::elementwise(log, x);
   Tensor out = unary_forward("log", UnaryOp::kLog, x);
   autograd::record("log", {x}, {out}, [&] {
     return [x](std::span<const Tensor> g) { return std::vector<Tensor>{divide(g[0], x)}; };

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "chorus/ops/sharded_ops.h"
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/gather_kernels.h"
 #include "chorus/core/creation.h"
@@ -77,6 +78,7 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes, DType dtype) {
 }
 
 Tensor take(const Tensor& x, const Tensor& indices, int axis) {
+  if (sharded::any(x, indices)) return sharded::take(x, indices, axis);
   check_not_string("take", x.dtype());
   check_indices(indices, "take");
   const int a = x.shape().normalize_axis(axis, "take");
@@ -121,6 +123,7 @@ Tensor take(const Tensor& x, const Tensor& indices, int axis) {
 }
 
 std::pair<Tensor, Tensor> top_k(const Tensor& x, int64_t k, bool sorted) {
+  if (sharded::any(x)) return top_k(sharded::replicate(x), k, sorted);
   if (x.dtype() == kBool) {
     throw_error<DTypeError>("top_k: expected a numeric dtype (float32, bfloat16, int32 or int64), got bool");
   }

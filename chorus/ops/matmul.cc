@@ -2,6 +2,7 @@
 // transposes as strides) into one backend::cpu::MatmulProblem, runs it on oneDNN, and
 // records the gradient. Shapes below: a (.., M, K), b (.., K, N), out (.., M, N), with
 // a stored as (.., K, M) when transpose_a and b as (.., N, K) when transpose_b.
+#include "chorus/ops/sharded_ops.h"
 #include "chorus/ops/matmul.h"
 
 #include <algorithm>
@@ -207,6 +208,7 @@ autograd::BackwardFn make_backward(const Tensor& a, const Tensor& b, const Layou
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
+  if (sharded::any(a, b)) return sharded::matmul(a, b, options);
   check_dtypes(a, b);
   const Layout l = resolve(a, b, options);
   Tensor out;

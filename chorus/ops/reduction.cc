@@ -1,6 +1,7 @@
 // sum, mean, max, min, argmax, and the broadcast pair sum_to / broadcast_to, with their
 // gradients. Reductions run as passes over (outer, reduced, inner) views (reduce_plan.h)
 // on the kernels of backend/cpu/reduce_kernels.h.
+#include "chorus/ops/sharded_ops.h"
 #include "chorus/ops/reduction.h"
 
 #include <cmath>
@@ -142,18 +143,22 @@ bool broadcasts_to(const Shape& small, const Shape& big) {
 }  // namespace
 
 Tensor sum(const Tensor& x, const Axes& axis, bool keepdims) {
+  if (sharded::any(x)) return sum(sharded::replicate(x), axis, keepdims);
   return reduce_op(ReduceKind::kSum, "sum", x, axis, keepdims);
 }
 
 Tensor max(const Tensor& x, const Axes& axis, bool keepdims) {
+  if (sharded::any(x)) return max(sharded::replicate(x), axis, keepdims);
   return reduce_op(ReduceKind::kMax, "max", x, axis, keepdims);
 }
 
 Tensor min(const Tensor& x, const Axes& axis, bool keepdims) {
+  if (sharded::any(x)) return min(sharded::replicate(x), axis, keepdims);
   return reduce_op(ReduceKind::kMin, "min", x, axis, keepdims);
 }
 
 Tensor mean(const Tensor& x, const Axes& axis, bool keepdims) {
+  if (sharded::any(x)) return mean(sharded::replicate(x), axis, keepdims);
   internal::check_floating(x, "mean");
   const ReducePlan plan = internal::plan_reduction(x.shape(), axis.resolve(x.shape(), "mean"), keepdims);
   const double scale = 1.0 / static_cast<double>(plan.count);  // inf for an empty axis: NaN means
@@ -167,6 +172,7 @@ Tensor mean(const Tensor& x, const Axes& axis, bool keepdims) {
 }
 
 Tensor argmax(const Tensor& x, int axis, bool keepdims) {
+  if (sharded::any(x)) return argmax(sharded::replicate(x), axis, keepdims);
   check_numeric(x, "argmax");
   const int a = x.shape().normalize_axis(axis, "argmax");
   const ReducePlan plan = internal::plan_reduction(x.shape(), {a}, keepdims);
@@ -188,6 +194,8 @@ Tensor argmax(const Tensor& x, int axis, bool keepdims) {
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
+  if (sharded::any(x) && x.shape() == shape) return x;
+  if (sharded::any(x)) return sum_to(sharded::replicate(x), shape);
   if (!broadcasts_to(shape, x.shape())) {
     throw_error<ShapeError>("sum_to: shape {} does not broadcast to the input shape {}", shape.to_string(),
                             x.shape().to_string());
@@ -213,6 +221,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
 }
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+  if (sharded::any(x)) return broadcast_to(sharded::replicate(x), shape);
   if (!broadcasts_to(x.shape(), shape)) {
     throw_error<ShapeError>("broadcast_to: cannot broadcast shape {} to {}", x.shape().to_string(), shape.to_string());
   }

@@ -1,5 +1,6 @@
 // Shape ops: views for reshape/expand_dims/squeeze, copies through the backend's copy
 // kernels for the rest. Every copy goes by element size, so each op takes every dtype.
+#include "chorus/ops/sharded_ops.h"
 #include "chorus/ops/shape_ops.h"
 
 #include <algorithm>
@@ -14,6 +15,12 @@
 
 namespace chorus::ops {
 namespace {
+
+std::vector<Tensor> replicated(const std::vector<Tensor>& xs) {
+  std::vector<Tensor> out;
+  for (const Tensor& x : xs) out.push_back(sharded::replicate(x));
+  return out;
+}
 
 // "(4, -1)", "(3,)", "()": a requested shape, which may hold -1, printed as Python does.
 template <class T>
@@ -129,6 +136,7 @@ Shape checked_block(const char* op, const Shape& shape, const std::vector<int64_
 }  // namespace
 
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& new_shape) {
+  if (sharded::any(x)) return reshape(sharded::replicate(x), new_shape);
   if (new_shape.size() > static_cast<size_t>(kMaxRank)) {
     throw_error<ShapeError>("reshape: shape {} has rank {}, more than the maximum rank {}", tuple_string(new_shape),
                             new_shape.size(), kMaxRank);
@@ -157,11 +165,13 @@ Tensor reshape(const Tensor& x, const std::vector<int64_t>& new_shape) {
 }
 
 Tensor expand_dims(const Tensor& x, int axis) {
+  if (sharded::any(x)) return expand_dims(sharded::replicate(x), axis);
   const int a = normalize_new_axis("expand_dims", x.shape(), axis);
   return reshaped_view("expand_dims", x, insert_axis(x.shape(), a, 1));
 }
 
 Tensor squeeze(const Tensor& x) {
+  if (sharded::any(x)) return squeeze(sharded::replicate(x));
   Shape out;
   for (int64_t d : x.shape()) {
     if (d != 1) out.push_back(d);
@@ -170,6 +180,7 @@ Tensor squeeze(const Tensor& x) {
 }
 
 Tensor squeeze(const Tensor& x, int axis) {
+  if (sharded::any(x)) return squeeze(sharded::replicate(x), axis);
   const int a = x.shape().normalize_axis(axis, "squeeze");
   if (x.shape()[a] != 1) {
     throw_error<ShapeError>("squeeze: cannot squeeze axis {} of shape {}: expected size 1, got {}", axis,
@@ -181,6 +192,7 @@ Tensor squeeze(const Tensor& x, int axis) {
 }
 
 Tensor transpose(const Tensor& x, const std::vector<int>& axes) {
+  if (sharded::any(x)) return transpose(sharded::replicate(x), axes);
   const int rank = x.rank();
   std::vector<int> perm(static_cast<size_t>(rank));
   if (axes.empty()) {
@@ -213,6 +225,9 @@ Tensor transpose(const Tensor& x, const std::vector<int>& axes) {
 }
 
 Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
+  if (std::any_of(xs.begin(), xs.end(), [](const Tensor& t) { return is_sharded(t); })) {
+    return concatenate(replicated(xs), axis);
+  }
   check_same_dtype("concatenate", xs);
   const Shape& first = xs[0].shape();
   if (first.rank() == 0) throw_error<ShapeError>("concatenate: cannot concatenate scalars (tensor 0 has shape ())");
@@ -244,6 +259,9 @@ Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
 }
 
 Tensor stack(const std::vector<Tensor>& xs, int axis) {
+  if (std::any_of(xs.begin(), xs.end(), [](const Tensor& t) { return is_sharded(t); })) {
+    return stack(replicated(xs), axis);
+  }
   check_same_dtype("stack", xs);
   const Shape& shape = xs[0].shape();
   const int a = normalize_new_axis("stack", shape, axis);
@@ -276,6 +294,7 @@ Tensor stack(const std::vector<Tensor>& xs, int axis) {
 }
 
 std::vector<Tensor> split(const Tensor& x, int64_t sections, int axis) {
+  if (sharded::any(x)) return split(sharded::replicate(x), sections, axis);
   const int a = x.shape().normalize_axis(axis, "split");
   if (sections <= 0) throw_error<ValueError>("split: sections must be positive, got {}", sections);
   const int64_t size = x.shape()[a];
@@ -288,6 +307,7 @@ std::vector<Tensor> split(const Tensor& x, int64_t sections, int axis) {
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& indices, int axis) {
+  if (sharded::any(x)) return split(sharded::replicate(x), indices, axis);
   const int a = x.shape().normalize_axis(axis, "split");
   const int64_t size = x.shape()[a];
   std::vector<int64_t> bounds{0};
@@ -305,6 +325,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& indices, 
 }
 
 Tensor slice(const Tensor& x, const std::vector<int64_t>& start_indices, const std::vector<int64_t>& shape) {
+  if (sharded::any(x)) return slice(sharded::replicate(x), start_indices, shape);
   const Shape block = checked_block("slice", x.shape(), start_indices, shape);
   Tensor out = extract_block(x, start_indices, block);
   autograd::record("slice", {x}, {out}, [&] {
@@ -318,6 +339,7 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& start_indices, const s
 }
 
 Tensor slice_update(const Tensor& x, const std::vector<int64_t>& start_indices, const Tensor& updates) {
+  if (sharded::any(x, updates)) return slice_update(sharded::replicate(x), start_indices, sharded::replicate(updates));
   if (updates.dtype() != x.dtype()) {
     throw_error<DTypeError>("slice_update: updates have dtype {}, expected {} like the inputs",
                             dtype_name(updates.dtype()), dtype_name(x.dtype()));

@@ -3,6 +3,7 @@
 // the result.
 #include <limits>
 
+#include "chorus/ops/sharded_ops.h"
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/softmax_kernels.h"
 #include "chorus/core/creation.h"
@@ -66,6 +67,7 @@ Tensor softmax_like(const char* op, Forward forward, Backward backward, const Te
 }  // namespace
 
 Tensor logsumexp(const Tensor& x, const Axes& axis, bool keepdims) {
+  if (sharded::any(x)) return logsumexp(sharded::replicate(x), axis, keepdims);
   internal::check_floating(x, "logsumexp");
   const internal::ReducePlan plan =
       internal::plan_reduction(x.shape(), axis.resolve(x.shape(), "logsumexp"), keepdims);
@@ -95,10 +97,12 @@ Tensor logsumexp(const Tensor& x, const Axes& axis, bool keepdims) {
 }
 
 Tensor softmax(const Tensor& x, int axis) {
+  if (sharded::any(x)) return sharded::along_axis([=](const Tensor& t) { return softmax(t, axis); }, x, axis);
   return softmax_like("softmax", &backend::cpu::softmax, &backend::cpu::softmax_grad, x, axis);
 }
 
 Tensor log_softmax(const Tensor& x, int axis) {
+  if (sharded::any(x)) return sharded::along_axis([=](const Tensor& t) { return log_softmax(t, axis); }, x, axis);
   return softmax_like("log_softmax", &backend::cpu::log_softmax, &backend::cpu::log_softmax_grad, x, axis);
 }
 

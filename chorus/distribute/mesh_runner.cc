@@ -1,0 +1,218 @@
+#include "chorus/distribute/mesh_runner.h"
+
+#include <atomic>
+#include <map>
+#include <unordered_map>
+
+#include "chorus/autograd/tape.h"
+#include "chorus/core/sharding.h"
+#include "chorus/distribute/local_communicator.h"
+#include "chorus/distribute/replica_context.h"
+#include "chorus/distribute/replica_runner.h"
+#include "chorus/ops/operators.h"
+#include "chorus/ops/shape_ops.h"
+
+namespace chorus::distribute {
+
+// One device's view of the current step: its replica context (batch slice, gradients,
+// update) and its place in the mesh (collectives along each axis).
+class MeshRunner::Context final : public ReplicaContext, public MeshContext {
+ public:
+  Context(MeshRunner& runner, int device, int devices)
+      : ReplicaContext(device, devices), runner_(runner), device_(device) {}
+
+  void begin_step(uint64_t step_id, int64_t begin, int64_t end, int64_t rows) {
+    set_slice(begin, end - begin, rows);
+    step_id_ = step_id;
+    calls_.clear();
+  }
+
+  // ReplicaContext
+  uint64_t call_in_step(const void* owner) override { return calls_[owner]++; }
+  uint64_t step() const override { return step_id_; }
+
+  autograd::GradientStreaming stream_gradients(std::span<const autograd::Variable> /*variables*/) override {
+    // Gradients are reduced when the update begins; tables take dense gradients, which
+    // are blocks where the table is sharded.
+    return {.ready = [](size_t, const Tensor&) {}, .takes_slices = [](size_t) { return false; }};
+  }
+
+  void apply_gradients(std::span<const Tensor> grads, std::span<const autograd::IndexedSlices> sparse,
+                       std::span<const autograd::Variable> variables, const Update& update) override {
+    LocalShardScope local;
+    std::vector<Tensor> reduced(grads.size());
+    const int batch = runner_.distribution_->batch_axis();
+    for (size_t i = 0; i < grads.size(); ++i) {
+      Tensor grad = grads[i];
+      if (!grad.defined() && i < sparse.size() && sparse[i].defined()) grad = sparse[i].to_dense();
+      if (!grad.defined()) continue;
+      const Tensor& value = variables[i].value();
+      if (value.impl()->sharding != nullptr && grad.impl()->sharding == nullptr && grad.shape() != value.shape()) {
+        grad = own_block(grad, *value.impl()->sharding);  // a whole gradient (a step without rows)
+      }
+      if (axis_size(batch) > 1) {
+        grad = grad * scale();
+        all_reduce(grad, batch);
+      }
+      reduced[i] = grad;
+    }
+    update(reduced, {}, variables);
+  }
+
+  void assign_mean(const autograd::Variable& variable, const Tensor& value) override {
+    Tensor mean = value * scale();
+    all_reduce(mean, runner_.distribution_->batch_axis());
+    variable.assign(mean);
+  }
+
+  // MeshContext
+  int device() const override { return device_; }
+  int axis_size(int axis) const override {
+    return static_cast<int>(runner_.distribution_->device_mesh().shape()[static_cast<size_t>(axis)]);
+  }
+  int axis_index(int axis) const override {
+    return runner_.coordinates_[static_cast<size_t>(device_)][static_cast<size_t>(axis)];
+  }
+  const std::string& axis_name(int axis) const override {
+    return runner_.distribution_->device_mesh().axis_names()[static_cast<size_t>(axis)];
+  }
+  void all_reduce(const Tensor& tensor, int axis) override {
+    if (axis_size(axis) > 1) communicator(axis).all_reduce(tensor);
+  }
+  void all_gather(const Tensor& input, const Tensor& output, int axis) override {
+    communicator(axis).all_gather(input, output);
+  }
+
+ private:
+  Communicator& communicator(int axis) const {
+    return *runner_.comms_[static_cast<size_t>(axis)][static_cast<size_t>(device_)];
+  }
+  float scale() const {
+    return global_rows() > 0 ? static_cast<float>(static_cast<double>(local_rows()) / global_rows()) : 0.0F;
+  }
+  // This device's block of a whole tensor laid out as `sharding`.
+  Tensor own_block(const Tensor& whole, const Sharding& sharding) const {
+    std::vector<Tensor> blocks = ops::split(whole, axis_size(sharding.axis), sharding.dim);
+    return sharded_tensor(blocks[static_cast<size_t>(axis_index(sharding.axis))].clone(), sharding);
+  }
+
+  MeshRunner& runner_;
+  int device_;
+  uint64_t step_id_ = 0;
+  std::unordered_map<const void*, uint64_t> calls_;
+};
+
+MeshRunner::MeshRunner(std::shared_ptr<const distribution::ModelParallel> distribution)
+    : distribution_(std::move(distribution)), pool_(distribution_->replica_pool()) {
+  const std::vector<int64_t>& shape = distribution_->device_mesh().shape();
+  for (int d = 0; d < pool_->size(); ++d) {
+    std::vector<int> coords(shape.size());
+    int rest = d;
+    for (size_t a = shape.size(); a-- > 0;) {
+      coords[a] = rest % static_cast<int>(shape[a]);
+      rest /= static_cast<int>(shape[a]);
+    }
+    coordinates_.push_back(std::move(coords));
+    contexts_.push_back(std::make_unique<Context>(*this, d, pool_->size()));
+  }
+  make_communicators();
+}
+
+// The variables go back to one whole value each (a model compiled again places them anew).
+MeshRunner::~MeshRunner() {
+  for (const autograd::Variable& v : placed_) v.gather_device_values();
+}
+
+// For each axis, one group per line of devices along it (the devices whose coordinates
+// differ only there), ranked by their position on the axis.
+void MeshRunner::make_communicators() {
+  const std::vector<int64_t>& shape = distribution_->device_mesh().shape();
+  comms_.clear();
+  comms_.resize(shape.size());
+  for (size_t a = 0; a < shape.size(); ++a) {
+    comms_[a].resize(static_cast<size_t>(pool_->size()));
+    std::map<std::vector<int>, std::vector<std::unique_ptr<Communicator>>> lines;
+    for (int d = 0; d < pool_->size(); ++d) {
+      std::vector<int> key = coordinates_[static_cast<size_t>(d)];
+      key[a] = 0;
+      auto& line = lines[key];
+      if (line.empty()) line = make_local_communicators(static_cast<int>(shape[a]));
+      comms_[a][static_cast<size_t>(d)] = std::move(line[static_cast<size_t>(coordinates_[static_cast<size_t>(d)][a])]);
+    }
+  }
+  comms_broken_ = false;
+}
+
+bool MeshRunner::reports(int replica) const {
+  const std::vector<int>& coords = coordinates_[static_cast<size_t>(replica)];
+  for (size_t a = 0; a < coords.size(); ++a) {
+    if (static_cast<int>(a) != distribution_->batch_axis() && coords[a] != 0) return false;
+  }
+  return true;
+}
+
+void MeshRunner::place(const autograd::Variable& variable, const distribution::VariablePlacement& placement) {
+  const Tensor whole = variable.value();
+  std::vector<Tensor> values;
+  std::vector<int> blocks;
+  for (int d = 0; d < pool_->size(); ++d) {
+    if (!placement.axis) {
+      values.push_back(whole.clone());
+      continue;
+    }
+    const int axis = *placement.axis;
+    const int count = static_cast<int>(distribution_->device_mesh().shape()[static_cast<size_t>(axis)]);
+    const int block = coordinates_[static_cast<size_t>(d)][static_cast<size_t>(axis)];
+    autograd::NoGradGuard no_grad;
+    Tensor mine = ops::split(whole, count, placement.dim)[static_cast<size_t>(block)].clone();
+    values.push_back(sharded_tensor(mine, Sharding{axis, placement.dim, whole.shape()}));
+    blocks.push_back(block);
+  }
+  variable.set_device_values(std::move(values), std::move(blocks));
+  placed_.push_back(variable);
+}
+
+int64_t MeshRunner::placed_bytes(int device) const {
+  LocalShardScope local;
+  int64_t bytes = 0;
+  for (const autograd::Variable& v : placed_) {
+    bytes += static_cast<int64_t>(v.device_values()[static_cast<size_t>(device)].nbytes());
+  }
+  return bytes;
+}
+
+int MeshRunner::run(int64_t global_rows, std::optional<int64_t> own_rows, bool /*training*/,
+                    const std::function<void(int, int64_t, int64_t)>& step) {
+  if (own_rows) throw Error("ModelParallel: a batch of this worker's rows only (FILE sharding) is not supported");
+  if (comms_broken_) make_communicators();
+  const int batch = distribution_->batch_axis();
+  const auto slices = ReplicaRunner::split(global_rows, static_cast<int>(distribution_->device_mesh().shape()[static_cast<size_t>(batch)]));
+  static std::atomic<uint64_t> next_step_id{0};
+  const uint64_t step_id = next_step_id.fetch_add(1);
+  ++steps_;
+  try {
+    pool_->run(pool_->size(), [&](int device) {
+      Context& context = *contexts_[static_cast<size_t>(device)];
+      const auto [begin, end] = slices[static_cast<size_t>(coordinates_[static_cast<size_t>(device)][static_cast<size_t>(batch)])];
+      context.begin_step(step_id, begin, end, global_rows);
+      ReplicaContextScope replica(&context);
+      MeshContextScope mesh(&context);
+      try {
+        step(device, begin, end);
+      } catch (...) {  // the other devices may be waiting in a collective along any axis
+        for (auto& axis : comms_) {
+          for (auto& comm : axis) comm->abort("device " + std::to_string(device) + " of the mesh failed");
+        }
+        throw;
+      }
+    });
+  } catch (...) {
+    comms_broken_ = true;
+    for (const autograd::Variable& v : placed_) v.device_values_changed();
+    throw;
+  }
+  for (const autograd::Variable& v : placed_) v.device_values_changed();
+  return pool_->size();
+}
+
+}  // namespace chorus::distribute

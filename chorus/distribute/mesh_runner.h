@@ -1,0 +1,53 @@
+// MeshRunner: runs a model's steps under ModelParallel (DESIGN.md §3). One thread per mesh
+// device runs every step (SPMD): the devices of a batch-axis position share that position's
+// rows of the batch, each holding its blocks of the sharded variables (place()) and a copy
+// of the replicated ones; the ops exchange activations along the model axes as the
+// layouts require (ops/sharded_ops.h). At apply_gradients each device all-reduces its
+// gradients over the batch axis and updates its own values and optimizer state, which
+// follow their variable's layout. Used by one thread (the trainer's) at a time.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "chorus/autograd/variable.h"
+#include "chorus/distribute/communicator.h"
+#include "chorus/distribute/model_parallel.h"
+#include "chorus/distribute/replica_pool.h"
+#include "chorus/distribute/step_runner.h"
+
+namespace chorus::distribute {
+
+class MeshRunner : public StepRunner {
+ public:
+  explicit MeshRunner(std::shared_ptr<const distribution::ModelParallel> distribution);
+  ~MeshRunner() override;
+
+  int num_replicas() const override { return pool_->size(); }
+  WorkerGroup* workers() const override { return nullptr; }
+  int run(int64_t global_rows, std::optional<int64_t> own_rows, bool training,
+          const std::function<void(int replica, int64_t begin, int64_t end)>& step) override;
+  // Only the first device along every axis but the batch axis reports.
+  bool reports(int replica) const override;
+
+  // Keeps `variable` on the devices from now on as `placement` says: its block on each
+  // device where sharded, a copy on each where replicated.
+  void place(const autograd::Variable& variable, const distribution::VariablePlacement& placement);
+  // The bytes of variables placed on device `device`.
+  int64_t placed_bytes(int device) const;
+
+ private:
+  class Context;
+  void make_communicators();
+
+  std::shared_ptr<const distribution::ModelParallel> distribution_;
+  std::shared_ptr<ReplicaPool> pool_;
+  std::vector<std::vector<int>> coordinates_;                      // [device][axis]
+  std::vector<std::vector<std::unique_ptr<Communicator>>> comms_;  // [axis][device]
+  bool comms_broken_ = false;
+  std::vector<std::unique_ptr<Context>> contexts_;
+  std::vector<autograd::Variable> placed_;
+  uint64_t steps_ = 0;
+};
+
+}  // namespace chorus::distribute

@@ -1,0 +1,97 @@
+#include "chorus/distribute/model_parallel.h"
+
+#include <algorithm>
+
+#include "chorus/core/error.h"
+
+namespace chorus::distribution {
+namespace {
+
+std::string layout_string(const TensorLayout& layout) {
+  std::string out = "(";
+  for (size_t i = 0; i < layout.axes().size(); ++i) {
+    const auto& axis = layout.axes()[i];
+    out += (i ? ", " : "") + (axis ? "'" + *axis + "'" : std::string("None"));
+  }
+  return out + (layout.axes().size() == 1 ? ",)" : ")");
+}
+
+std::string names_string(const std::vector<std::string>& names) {
+  std::string out = "(";
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
+  return out + ")";
+}
+
+}  // namespace
+
+ModelParallel::ModelParallel(LayoutMap layout_map, std::string batch_dim_name, bool auto_shard_dataset)
+    : Distribution(layout_map.device_mesh()),
+      layout_map_(std::move(layout_map)),
+      batch_dim_name_(std::move(batch_dim_name)),
+      auto_shard_dataset_(auto_shard_dataset) {
+  const auto& names = device_mesh().axis_names();
+  if (batch_dim_name_.empty()) batch_dim_name_ = names[0];
+  const auto it = std::find(names.begin(), names.end(), batch_dim_name_);
+  if (it == names.end()) {
+    throw_error<ValueError>("ModelParallel: batch_dim_name '{}' is not an axis of the device mesh {}",
+                            batch_dim_name_, names_string(names));
+  }
+  batch_axis_ = static_cast<int>(it - names.begin());
+}
+
+TensorLayout ModelParallel::get_data_layout(const Shape& data_shape) const {
+  std::vector<std::optional<std::string>> axes(static_cast<size_t>(std::max(data_shape.rank(), 1)));
+  axes[0] = batch_dim_name_;
+  return TensorLayout(std::move(axes), device_mesh());
+}
+
+TensorLayout ModelParallel::get_variable_layout(const autograd::Variable& variable) const {
+  if (std::optional<TensorLayout> layout = layout_map_.get(variable.path())) return *layout;
+  return TensorLayout(std::vector<std::optional<std::string>>(static_cast<size_t>(variable.shape().rank())),
+                      device_mesh());
+}
+
+VariablePlacement ModelParallel::placement(const autograd::Variable& variable) const {
+  const TensorLayout layout = get_variable_layout(variable);
+  const Shape& shape = variable.shape();
+  const std::string& path = variable.path();
+  const auto& names = device_mesh().axis_names();
+  if (static_cast<int>(layout.axes().size()) != shape.rank()) {
+    throw_error<ValueError>("{}: layout {} has {} entries, but the variable has shape {} of rank {}", path,
+                            layout_string(layout), layout.axes().size(), shape.to_string(), shape.rank());
+  }
+  VariablePlacement out;
+  for (int dim = 0; dim < shape.rank(); ++dim) {
+    const auto& name = layout.axes()[static_cast<size_t>(dim)];
+    if (!name) continue;
+    const auto it = std::find(names.begin(), names.end(), *name);
+    if (it == names.end()) {
+      throw_error<ValueError>("{}: layout {} names mesh axis '{}', which is not an axis of the mesh {}", path,
+                              layout_string(layout), *name, names_string(names));
+    }
+    const int axis = static_cast<int>(it - names.begin());
+    const int64_t size = device_mesh().shape()[static_cast<size_t>(axis)];
+    if (shape[dim] % size != 0) {
+      throw_error<ValueError>("{}: dimension {} of shape {} does not divide over mesh axis '{}' of size {}", path,
+                              dim, shape.to_string(), *name, size);
+    }
+    if (axis == batch_axis_) {
+      throw_error<ValueError>(
+          "{}: layout {} shards the variable over the batch axis '{}'; variables are replicated over the batch axis "
+          "(their optimizer state can be sharded over it instead)",
+          path, layout_string(layout), *name);
+    }
+    if (out.axis) {
+      throw_error<ValueError>("{}: layout {} shards more than one dimension; chorus shards a variable along one",
+                              path, layout_string(layout));
+    }
+    out = VariablePlacement{axis, dim};
+  }
+  return out;
+}
+
+int ModelParallel::num_replicas() const {
+  return static_cast<int>(device_mesh().shape()[static_cast<size_t>(batch_axis_)]) * num_workers();
+}
+
+}  // namespace chorus::distribution

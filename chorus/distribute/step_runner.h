@@ -1,0 +1,31 @@
+// StepRunner: what Model needs of whatever runs its steps on several devices — the
+// data-parallel ReplicaRunner or the model-parallel MeshRunner. Used by one thread (the
+// trainer's) at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+namespace chorus::distribute {
+
+class WorkerGroup;
+
+class StepRunner {
+ public:
+  virtual ~StepRunner() = default;
+
+  // The threads that run each step in this process (replica indices 0 .. size-1).
+  virtual int num_replicas() const = 0;
+  // The multi-worker job, or nullptr for this process alone.
+  virtual WorkerGroup* workers() const = 0;
+  // Runs step(replica, begin, end) on the replicas with their rows [begin, end) of the
+  // batch and returns how many replicas ran (0 .. n-1). See ReplicaRunner::run.
+  virtual int run(int64_t global_rows, std::optional<int64_t> own_rows, bool training,
+                  const std::function<void(int replica, int64_t begin, int64_t end)>& step) = 0;
+  // Whether replica r's metrics and outputs are to be kept: false where r repeats another
+  // replica's rows (the devices of one model-parallel group all compute its outputs).
+  virtual bool reports(int /*replica*/) const { return true; }
+};
+
+}  // namespace chorus::distribute

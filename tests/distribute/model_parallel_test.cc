@@ -1,0 +1,282 @@
+// ModelParallel equals one device: an MLP with Megatron column/row kernels and the
+// two-tower model with row-sharded tables train to the weights of one device (relative
+// difference <= 1e-5) on (1, 2), (1, 4) and (2, 2) meshes; per-device parameter and
+// optimizer bytes fall with the shards; weights saved under a mesh load on one device;
+// LayoutMap's lookup rules; and every layout error, before the first step.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "chorus/backend/cpu/parallel.h"
+#include "chorus/chorus.h"
+#include "chorus/core/sharding.h"
+#include "tests/distribute/two_tower_util.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/test_util.h"
+
+namespace chorus {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+namespace dist = chorus::distribution;
+
+class ModelParallelTest : public testing::TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    backend::cpu::set_intra_op_threads(1);
+    distribute::set_cpu_devices(8);
+  }
+  void TearDown() override {
+    dist::set_distribution(nullptr);
+    distribute::set_cpu_devices(0);
+    TempDirTest::TearDown();
+  }
+};
+
+std::vector<Device> mesh_devices(int n) {
+  std::vector<Device> out;
+  for (int i = 0; i < n; ++i) out.push_back(Device::cpu(i));
+  return out;
+}
+
+dist::DeviceMesh mesh(int64_t batch, int64_t model) {
+  return dist::DeviceMesh({batch, model}, {"batch", "model"}, mesh_devices(static_cast<int>(batch * model)));
+}
+
+// Megatron's MLP block: `first`'s kernel split by columns, `second`'s by rows (one
+// all-reduce); the other layer replicated. With d2 and d3 the block's input comes from a
+// replicated layer, whose gradient then is the all-reduce of the devices' partial ones.
+dist::LayoutMap megatron_layouts(const dist::DeviceMesh& device_mesh, const std::string& first = "d1",
+                                 const std::string& second = "d2") {
+  dist::LayoutMap layout_map(device_mesh);
+  layout_map[first + "/kernel"] = {std::nullopt, "model"};
+  layout_map[first + "/bias"] = {"model"};
+  layout_map[second + "/kernel"] = {"model", std::nullopt};
+  return layout_map;
+}
+
+std::unique_ptr<models::Model> three_layer_mlp(int64_t inputs = 16, int64_t hidden = 32) {
+  Tensor x = layers::Input({inputs});
+  Tensor h = layers::Dense(hidden, {.activation = "relu", .name = "d1"})(x);
+  h = layers::Dense(8, {.activation = "tanh", .name = "d2"})(h);
+  return std::make_unique<models::Model>(x, layers::Dense(3, {.name = "d3"})(h));
+}
+
+struct LabelledRows {
+  Tensor x, y;
+};
+
+LabelledRows labelled_rows(int64_t n, int64_t features = 16) {
+  Generator gen(3);
+  Tensor x = uniform(Shape{n, features}, gen, -1, 1);
+  Tensor y = Tensor::empty(Shape{n}, kInt32);
+  for (int64_t i = 0; i < n; ++i) {
+    int best = 0;
+    for (int c = 1; c < 3; ++c) best = x.data<float>()[i * features + c] > x.data<float>()[i * features + best] ? c : best;
+    y.data<int32_t>()[i] = best;
+  }
+  return {x, y};
+}
+
+struct MeshRun {
+  std::unique_ptr<models::Model> model;
+  models::History history;
+};
+
+// 2 epochs over 70 rows in batches of 16 (the last has 6): 10 steps.
+MeshRun train_three_layer_mlp(std::shared_ptr<dist::Distribution> distribution) {
+  layers::set_random_seed(5);
+  dist::set_distribution(std::move(distribution));
+  MeshRun run{three_layer_mlp(), {}};
+  run.model->compile({.optimizer = "adam",
+                      .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                      .metrics = {"sparse_categorical_accuracy"}});
+  dist::set_distribution(nullptr);
+  const LabelledRows data = labelled_rows(70);
+  run.history = run.model->fit(data.x, data.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
+  return run;
+}
+
+TEST_F(ModelParallelTest, MegatronMlpMatchesOneDevice) {
+  const MeshRun reference = train_three_layer_mlp(nullptr);
+  for (auto [batch, model] : {std::pair{1, 2}, {1, 4}, {2, 2}, {2, 1}})
+  for (auto [first, second] : {std::pair{"d1", "d2"}, {"d2", "d3"}}) {
+    SCOPED_TRACE(::testing::Message() << "mesh (" << batch << ", " << model << "), " << first << " and " << second);
+    const auto layouts = megatron_layouts(mesh(batch, model), first, second);
+    const MeshRun run = train_three_layer_mlp(std::make_shared<dist::ModelParallel>(layouts, "batch"));
+    EXPECT_LE(testing::max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
+    for (const char* key : {"loss", "sparse_categorical_accuracy"}) {
+      const auto& got = run.history.history.at(key);
+      const auto& want = reference.history.history.at(key);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t e = 0; e < got.size(); ++e) EXPECT_NEAR(got[e], want[e], 1e-6) << key << " epoch " << e;
+    }
+  }
+}
+
+TEST_F(ModelParallelTest, KernelsStayShardedOnTheDevices) {
+  const auto device_mesh = mesh(1, 4);
+  const MeshRun run = train_three_layer_mlp(std::make_shared<dist::ModelParallel>(megatron_layouts(device_mesh)));
+  const auto weights = run.model->weights();
+  const autograd::Variable& kernel = weights[0];
+  ASSERT_EQ(kernel.path(), "d1/kernel");
+  ASSERT_TRUE(kernel.distributed());
+  ASSERT_EQ(kernel.device_values().size(), 4U);
+  LocalShardScope local;
+  EXPECT_EQ(kernel.device_values()[2].shape(), (Shape{16, 8}));
+  EXPECT_EQ(kernel.device_values()[2].impl()->sharding->dim, 1);
+}
+
+// Bytes of parameters and optimizer state on `device` (placed variables only).
+int64_t bytes_on_device(const models::Model& model, int device) {
+  LocalShardScope local;
+  int64_t bytes = 0;
+  std::vector<autograd::Variable> all = model.weights();
+  for (const auto& v : model.optimizer().variables()) all.push_back(v);
+  for (const auto& v : all) {
+    bytes += static_cast<int64_t>(v.distributed() ? v.device_values()[static_cast<size_t>(device)].nbytes()
+                                                  : v.value().nbytes());
+  }
+  return bytes;
+}
+
+TEST_F(ModelParallelTest, PerDeviceBytesFallWithTheShards) {
+  const auto one_step = [](std::shared_ptr<dist::Distribution> distribution) {
+    dist::set_distribution(std::move(distribution));
+    Tensor x = layers::Input({64});
+    Tensor h = layers::Dense(256, {.activation = "relu", .name = "d1"})(x);
+    auto model = std::make_unique<models::Model>(x, layers::Dense(64, {.name = "d2"})(h));
+    model->compile({.optimizer = "adam", .loss = "mse"});
+    dist::set_distribution(nullptr);
+    Generator gen(1);
+    model->fit(uniform(Shape{8, 64}, gen), uniform(Shape{8, 64}, gen), {.batch_size = 8, .verbose = 0});
+    return model;
+  };
+  auto single = one_step(nullptr);
+  const auto device_mesh = mesh(1, 4);
+  dist::LayoutMap layouts(device_mesh);
+  layouts["d1/kernel"] = {std::nullopt, "model"};
+  layouts["d1/bias"] = {"model"};
+  layouts["d2/kernel"] = {"model", std::nullopt};
+  auto sharded = one_step(std::make_shared<dist::ModelParallel>(layouts));
+  const int64_t whole = bytes_on_device(*single, 0);
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_LE(static_cast<double>(bytes_on_device(*sharded, d)), 0.3 * static_cast<double>(whole)) << "device " << d;
+  }
+}
+
+TEST_F(ModelParallelTest, PredictAndEvaluateMatchOneDevice) {
+  const MeshRun reference = train_three_layer_mlp(nullptr);
+  const auto device_mesh = mesh(2, 2);
+  const MeshRun run = train_three_layer_mlp(std::make_shared<dist::ModelParallel>(megatron_layouts(device_mesh)));
+  const LabelledRows data = labelled_rows(37);
+  const Tensor want = reference.model->predict(data.x, {.batch_size = 16, .verbose = 0}).tensor();
+  const Tensor got = run.model->predict(data.x, {.batch_size = 16, .verbose = 0}).tensor();
+  EXPECT_TRUE(testing::tensors_near(got, want, 1e-5, 1e-5));
+  const auto want_logs = reference.model->evaluate(data.x, data.y, {.batch_size = 16, .verbose = 0});
+  const auto got_logs = run.model->evaluate(data.x, data.y, {.batch_size = 16, .verbose = 0});
+  EXPECT_NEAR(got_logs.at("loss"), want_logs.at("loss"), 1e-5);
+}
+
+TEST_F(ModelParallelTest, WeightsSavedUnderAMeshLoadOnOneDevice) {
+  const auto device_mesh = mesh(2, 2);
+  const MeshRun run = train_three_layer_mlp(std::make_shared<dist::ModelParallel>(megatron_layouts(device_mesh)));
+  const auto path = dir_ / "mlp.weights.safetensors";
+  run.model->save_weights(path);
+  auto restored = three_layer_mlp();
+  restored->load_weights(path);
+  EXPECT_EQ(testing::max_relative_difference(restored->weights(), run.model->weights()), 0.0);
+}
+
+std::unique_ptr<testing::TwoTower> train_sharded_two_tower(std::shared_ptr<dist::Distribution> distribution) {
+  layers::set_random_seed(11);
+  dist::set_distribution(std::move(distribution));
+  auto model = std::make_unique<testing::TwoTower>(32, 40, 8);
+  model->compile({.optimizer = optimizers::Adagrad(0.2)});
+  dist::set_distribution(nullptr);
+  model->fit(testing::two_tower_ratings(250, 32, 40).batch(64), {.epochs = 3, .verbose = 0});
+  return model;
+}
+
+TEST_F(ModelParallelTest, TwoTowerWithShardedTablesMatchesOneDevice) {
+  auto reference = train_sharded_two_tower(nullptr);
+  // Tables split by rows (a vocabulary over devices: gather, then all-reduce) and by
+  // columns (each device looks up its columns).
+  for (const auto& layout : {dist::TensorLayout{"model", std::nullopt}, dist::TensorLayout{std::nullopt, "model"}}) {
+    for (auto [batch, model] : {std::pair{1, 2}, {1, 4}, {2, 2}}) {
+      SCOPED_TRACE(::testing::Message() << "mesh (" << batch << ", " << model << ") rows " << layout.axes()[0].has_value());
+      dist::LayoutMap layouts(mesh(batch, model));
+      layouts[".*/embeddings"] = layout;
+      auto trained = train_sharded_two_tower(std::make_shared<dist::ModelParallel>(layouts));
+      EXPECT_LE(testing::max_relative_difference(trained->weights(), reference->weights()), 1e-5);
+    }
+  }
+}
+
+TEST_F(ModelParallelTest, LayoutMapTakesAnExactKeyThenTheOneFullMatch) {
+  dist::LayoutMap layouts(mesh(2, 4));
+  layouts["d1/kernel"] = {std::nullopt, "model"};
+  layouts["d.*/kernel"] = {"model", std::nullopt};
+  layouts["d2/bias"] = {"model"};
+  EXPECT_EQ(layouts.get("d1/kernel")->axes()[1], "model");  // exact key first
+  EXPECT_EQ(layouts.get("d3/kernel")->axes()[0], "model");  // then the regular expression
+  EXPECT_FALSE(layouts.get("d2/bias_extra").has_value());   // the whole path must match
+  EXPECT_FALSE(layouts.get("x/d3/kernel").has_value());
+  layouts[".*3/kernel"] = {std::nullopt, std::nullopt};
+  EXPECT_THAT([&] { layouts.get("d3/kernel"); },
+              ThrowsMessage<ValueError>(
+                  "LayoutMap: 'd3/kernel' matches more than one key: 'd.*/kernel' and '.*3/kernel'; each path may "
+                  "match one"));
+  layouts["(unclosed"] = {};
+  EXPECT_THAT([&] { layouts.get("d9/kernel"); },
+              ThrowsMessage<ValueError>(HasSubstr("LayoutMap: key '(unclosed' is not a valid regular expression")));
+}
+
+// The error that compiling and fitting the MLP under `layouts` on `device_mesh` gives.
+void expect_layout_error(const dist::LayoutMap& layouts, const std::string& message) {
+  auto model = three_layer_mlp(784, 250);
+  dist::set_distribution(dist::ModelParallel(layouts, "batch"));
+  model->compile({.optimizer = "adam", .loss = "mse"});
+  dist::set_distribution(nullptr);
+  Generator gen(1);
+  const auto variables_before = model->weights();
+  EXPECT_THAT([&] { model->fit(uniform(Shape{4, 784}, gen), uniform(Shape{4, 3}, gen), {.verbose = 0}); },
+              ThrowsMessage<ValueError>(message));
+  EXPECT_EQ(model->optimizer().iterations(), 0);  // before the first step
+}
+
+TEST_F(ModelParallelTest, LayoutErrorsComeBeforeTheFirstStep) {
+  const auto device_mesh = mesh(2, 4);
+  dist::LayoutMap indivisible(device_mesh);
+  indivisible["d1/kernel"] = {std::nullopt, "model"};
+  expect_layout_error(indivisible, "d1/kernel: dimension 1 of shape (784, 250) does not divide over mesh axis 'model' of size 4");
+  dist::LayoutMap unknown(device_mesh);
+  unknown["d1/bias"] = {"modle"};
+  expect_layout_error(unknown,
+                   "d1/bias: layout ('modle',) names mesh axis 'modle', which is not an axis of the mesh ('batch', "
+                   "'model')");
+  dist::LayoutMap rank(device_mesh);
+  rank["d2/kernel"] = {"model"};
+  expect_layout_error(rank, "d2/kernel: layout ('model',) has 1 entries, but the variable has shape (250, 8) of rank 2");
+  dist::LayoutMap two(device_mesh);
+  two[".*/kernel"] = {};
+  two["d1/.*"] = {};
+  expect_layout_error(two, "LayoutMap: 'd1/kernel' matches more than one key: '.*/kernel' and 'd1/.*'; each path may match one");
+  dist::LayoutMap batch(device_mesh);
+  batch["d2/kernel"] = {"batch", std::nullopt};
+  expect_layout_error(batch,
+                   "d2/kernel: layout ('batch', None) shards the variable over the batch axis 'batch'; variables are "
+                   "replicated over the batch axis (their optimizer state can be sharded over it instead)");
+}
+
+TEST_F(ModelParallelTest, MeshAndBatchAxisAreChecked) {
+  EXPECT_THAT([] { dist::DeviceMesh({2, 4}, {"batch", "model"}, mesh_devices(4)); },
+              ThrowsMessage<ValueError>("DeviceMesh: shape (2, 4) needs 8 devices, got 4"));
+  EXPECT_THAT([] { dist::ModelParallel(dist::LayoutMap(mesh(2, 2)), "data"); },
+              ThrowsMessage<ValueError>("ModelParallel: batch_dim_name 'data' is not an axis of the device mesh "
+                                        "('batch', 'model')"));
+}
+
+}  // namespace
+}  // namespace chorus
