@@ -136,6 +136,11 @@ const std::vector<Tensor>& Variable::device_values() const {
   return impl().devices ? impl_->devices->values : kNone;
 }
 
+Tensor Variable::exchange_device_value(size_t device, Tensor value) const {
+  std::swap(impl().devices->values.at(device), value);
+  return value;
+}
+
 void Variable::gather_device_values() const {
   if (impl().devices == nullptr) return;
   Tensor whole = gather_whole(impl_->devices->values, impl_->devices->blocks);

@@ -46,6 +46,9 @@ class Variable {
   // Whether the value is kept per device, and those values (empty when it is not).
   bool distributed() const { return impl().devices != nullptr; }
   const std::vector<Tensor>& device_values() const;
+  // Puts `value` in place of device `device`'s value and returns the value it had (for a
+  // while: ZeRO's update of some rows). Not checked; the caller restores it.
+  Tensor exchange_device_value(size_t device, Tensor value) const;
   // Back to one whole value (the gathered one).
   void gather_device_values() const;
   // Forgets the gathered whole value after the devices' values changed (a step ran).

@@ -41,6 +41,12 @@ class IOError : public Error {
   using Error::Error;
 };
 
+// A device's memory limit would be exceeded (TensorFlow's ResourceExhaustedError): the
+// message names the device, the bytes needed and the limit.
+class ResourceExhaustedError : public Error {
+  using Error::Error;
+};
+
 // Throws E with a message formatted by fmt: `throw_error<ShapeError>("{}: ...", op)`.
 template <class E = Error, class... Args>
 [[noreturn]] void throw_error(fmt::format_string<Args...> format, Args&&... args) {

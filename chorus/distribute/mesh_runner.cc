@@ -11,6 +11,7 @@
 #include "chorus/distribute/replica_runner.h"
 #include "chorus/ops/operators.h"
 #include "chorus/ops/shape_ops.h"
+#include "chorus/ops/sharded_ops.h"
 
 namespace chorus::distribute {
 
@@ -56,7 +57,24 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
       }
       reduced[i] = grad;
     }
+    // ZeRO: this device's rows of the variables whose state is split over the batch axis.
+    std::vector<std::pair<size_t, Tensor>> whole_values;
+    for (size_t i = 0; i < variables.size(); ++i) {
+      if (!reduced[i].defined() || runner_.updated_by_rows_.count(variables[i].path()) == 0) continue;
+      const Tensor whole = variables[i].value();
+      const int64_t rows = whole.dim(0) / axis_size(batch), begin = rows * axis_index(batch);
+      const Sharding by_rows{batch, 0, whole.shape()};
+      variables[i].exchange_device_value(static_cast<size_t>(device_),
+                                         sharded_tensor(whole.first_axis_slice(begin, begin + rows), by_rows));
+      reduced[i] = reduced[i].first_axis_slice(begin, begin + rows);
+      whole_values.emplace_back(i, whole);
+    }
     update(reduced, {}, variables);
+    for (const auto& [i, whole] : whole_values) {
+      const Tensor rows = shard_block(variables[i].value()).clone();
+      variables[i].exchange_device_value(static_cast<size_t>(device_), whole);
+      all_gather(rows, whole.view({whole.numel()}), batch);
+    }
   }
 
   void assign_mean(const autograd::Variable& variable, const Tensor& value) override {
@@ -82,6 +100,20 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
   void all_gather(const Tensor& input, const Tensor& output, int axis) override {
     communicator(axis).all_gather(input, output);
   }
+  Tensor lay_out_output(const std::string& layer_name, const Tensor& output) override {
+    auto it = output_placements_.find(layer_name);
+    if (it == output_placements_.end()) {
+      it = output_placements_.emplace(layer_name, runner_.distribution_->output_placement(layer_name, output.shape())).first;
+    }
+    if (!it->second) return output;
+    const distribution::VariablePlacement& target = *it->second;
+    if (is_sharded(output)) {
+      const Sharding& s = *output.impl()->sharding;
+      if (target.axis == s.axis && target.dim == s.dim) return output;
+    }
+    const Tensor whole = ops::sharded::replicate(output);
+    return target.axis ? ops::sharded::shard(whole, *target.axis, target.dim) : whole;
+  }
 
  private:
   Communicator& communicator(int axis) const {
@@ -100,6 +132,8 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
   int device_;
   uint64_t step_id_ = 0;
   std::unordered_map<const void*, uint64_t> calls_;
+  // Each layer's output placement, looked up once (nullopt: none asked).
+  std::unordered_map<std::string, std::optional<distribution::VariablePlacement>> output_placements_;
 };
 
 MeshRunner::MeshRunner(std::shared_ptr<const distribution::ModelParallel> distribution)
@@ -170,15 +204,6 @@ void MeshRunner::place(const autograd::Variable& variable, const distribution::V
   }
   variable.set_device_values(std::move(values), std::move(blocks));
   placed_.push_back(variable);
-}
-
-int64_t MeshRunner::placed_bytes(int device) const {
-  LocalShardScope local;
-  int64_t bytes = 0;
-  for (const autograd::Variable& v : placed_) {
-    bytes += static_cast<int64_t>(v.device_values()[static_cast<size_t>(device)].nbytes());
-  }
-  return bytes;
 }
 
 int MeshRunner::run(int64_t global_rows, std::optional<int64_t> own_rows, bool /*training*/,

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "chorus/autograd/variable.h"
@@ -33,8 +35,9 @@ class MeshRunner : public StepRunner {
   // Keeps `variable` on the devices from now on as `placement` says: its block on each
   // device where sharded, a copy on each where replicated.
   void place(const autograd::Variable& variable, const distribution::VariablePlacement& placement);
-  // The bytes of variables placed on device `device`.
-  int64_t placed_bytes(int device) const;
+  // ZeRO stage 1 for a replicated `variable` whose optimizer state was placed split over
+  // the batch axis by rows: each device updates its rows, then gathers the others'.
+  void update_by_rows(const autograd::Variable& variable) { updated_by_rows_.insert(variable.path()); }
 
  private:
   class Context;
@@ -47,6 +50,7 @@ class MeshRunner : public StepRunner {
   bool comms_broken_ = false;
   std::vector<std::unique_ptr<Context>> contexts_;
   std::vector<autograd::Variable> placed_;
+  std::set<std::string> updated_by_rows_;  // variable paths
   uint64_t steps_ = 0;
 };
 

@@ -24,24 +24,21 @@ std::string names_string(const std::vector<std::string>& names) {
 
 }  // namespace
 
-ModelParallel::ModelParallel(LayoutMap layout_map, std::string batch_dim_name, bool auto_shard_dataset)
-    : Distribution(layout_map.device_mesh()),
-      layout_map_(std::move(layout_map)),
-      batch_dim_name_(std::move(batch_dim_name)),
-      auto_shard_dataset_(auto_shard_dataset) {
+ModelParallel::ModelParallel(LayoutMap layout_map, ModelParallelOptions options)
+    : Distribution(layout_map.device_mesh()), layout_map_(std::move(layout_map)), options_(std::move(options)) {
   const auto& names = device_mesh().axis_names();
-  if (batch_dim_name_.empty()) batch_dim_name_ = names[0];
-  const auto it = std::find(names.begin(), names.end(), batch_dim_name_);
+  if (options_.batch_dim_name.empty()) options_.batch_dim_name = names[0];
+  const auto it = std::find(names.begin(), names.end(), options_.batch_dim_name);
   if (it == names.end()) {
     throw_error<ValueError>("ModelParallel: batch_dim_name '{}' is not an axis of the device mesh {}",
-                            batch_dim_name_, names_string(names));
+                            options_.batch_dim_name, names_string(names));
   }
   batch_axis_ = static_cast<int>(it - names.begin());
 }
 
 TensorLayout ModelParallel::get_data_layout(const Shape& data_shape) const {
   std::vector<std::optional<std::string>> axes(static_cast<size_t>(std::max(data_shape.rank(), 1)));
-  axes[0] = batch_dim_name_;
+  axes[0] = options_.batch_dim_name;
   return TensorLayout(std::move(axes), device_mesh());
 }
 
@@ -52,13 +49,24 @@ TensorLayout ModelParallel::get_variable_layout(const autograd::Variable& variab
 }
 
 VariablePlacement ModelParallel::placement(const autograd::Variable& variable) const {
-  const TensorLayout layout = get_variable_layout(variable);
-  const Shape& shape = variable.shape();
-  const std::string& path = variable.path();
+  return placement_of(variable.path(), get_variable_layout(variable), variable.shape(), /*output=*/false);
+}
+
+std::optional<VariablePlacement> ModelParallel::output_placement(const std::string& layer_name,
+                                                                 const Shape& shape) const {
+  const std::string path = layer_name + "/output";
+  const std::optional<TensorLayout> layout = layout_map_.get(path);
+  if (!layout) return std::nullopt;
+  return placement_of(path, *layout, shape, /*output=*/true);
+}
+
+VariablePlacement ModelParallel::placement_of(const std::string& path, const TensorLayout& layout, const Shape& shape,
+                                              bool output) const {
   const auto& names = device_mesh().axis_names();
+  const char* what = output ? "output" : "variable";
   if (static_cast<int>(layout.axes().size()) != shape.rank()) {
-    throw_error<ValueError>("{}: layout {} has {} entries, but the variable has shape {} of rank {}", path,
-                            layout_string(layout), layout.axes().size(), shape.to_string(), shape.rank());
+    throw_error<ValueError>("{}: layout {} has {} entries, but the {} has shape {} of rank {}", path,
+                            layout_string(layout), layout.axes().size(), what, shape.to_string(), shape.rank());
   }
   VariablePlacement out;
   for (int dim = 0; dim < shape.rank(); ++dim) {
@@ -70,20 +78,25 @@ VariablePlacement ModelParallel::placement(const autograd::Variable& variable) c
                               layout_string(layout), *name, names_string(names));
     }
     const int axis = static_cast<int>(it - names.begin());
+    if (output && axis == batch_axis_ && dim == 0) continue;  // the batch is split along it already
     const int64_t size = device_mesh().shape()[static_cast<size_t>(axis)];
     if (shape[dim] % size != 0) {
       throw_error<ValueError>("{}: dimension {} of shape {} does not divide over mesh axis '{}' of size {}", path,
                               dim, shape.to_string(), *name, size);
     }
     if (axis == batch_axis_) {
+      if (output) {
+        throw_error<ValueError>("{}: layout {} splits dimension {} over the batch axis '{}'; only the first may be",
+                                path, layout_string(layout), dim, *name);
+      }
       throw_error<ValueError>(
           "{}: layout {} shards the variable over the batch axis '{}'; variables are replicated over the batch axis "
           "(their optimizer state can be sharded over it instead)",
           path, layout_string(layout), *name);
     }
     if (out.axis) {
-      throw_error<ValueError>("{}: layout {} shards more than one dimension; chorus shards a variable along one",
-                              path, layout_string(layout));
+      throw_error<ValueError>("{}: layout {} shards more than one dimension; chorus shards a {} along one", path,
+                              layout_string(layout), what);
     }
     out = VariablePlacement{axis, dim};
   }

@@ -8,7 +8,7 @@
 //   DeviceMesh mesh({2, 4}, {"batch", "model"}, ch::devices());
 //   LayoutMap layout_map(mesh);
 //   layout_map["d1/kernel"] = {std::nullopt, "model"};
-//   ch::distribution::set_distribution(ModelParallel(layout_map, "batch"));
+//   ch::distribution::set_distribution(ModelParallel(layout_map, {.batch_dim_name = "batch"}));
 #pragma once
 
 #include <optional>
@@ -26,17 +26,29 @@ struct VariablePlacement {
   int dim = 0;
 };
 
+struct ModelParallelOptions {
+  // The mesh axis batches are split along; empty: the mesh's first.
+  std::string batch_dim_name;
+  // Keras's option for multi-worker input, kept for its config.
+  bool auto_shard_dataset = true;
+  // ZeRO stage 1: the optimizer state of a variable that is replicated over the batch axis
+  // is split over it by rows too; each device updates its rows, then the rows are
+  // gathered. A variable whose first dimension does not divide keeps whole state.
+  bool shard_optimizer_state = false;
+};
+
 class ModelParallel : public Distribution {
  public:
-  // `batch_dim_name`: the mesh axis batches are split along; empty: the mesh's first.
-  // `auto_shard_dataset` is Keras's option for multi-worker input, kept for its config.
   // Throws ValueError when `batch_dim_name` is not an axis of the mesh.
-  explicit ModelParallel(LayoutMap layout_map, std::string batch_dim_name = "", bool auto_shard_dataset = true);
+  explicit ModelParallel(LayoutMap layout_map, ModelParallelOptions options = {});
+  // Keras's ModelParallel(layout_map=..., batch_dim_name=...).
+  ModelParallel(LayoutMap layout_map, std::string batch_dim_name)
+      : ModelParallel(std::move(layout_map), ModelParallelOptions{.batch_dim_name = std::move(batch_dim_name)}) {}
 
   const LayoutMap& layout_map() const { return layout_map_; }
-  const std::string& batch_dim_name() const { return batch_dim_name_; }
+  const std::string& batch_dim_name() const { return options_.batch_dim_name; }
   int batch_axis() const { return batch_axis_; }
-  bool auto_shard_dataset() const { return auto_shard_dataset_; }
+  const ModelParallelOptions& options() const { return options_; }
 
   TensorLayout get_data_layout(const Shape& data_shape) const override;
   // The LayoutMap's layout for the variable's path, or a replicated one.
@@ -48,16 +60,22 @@ class ModelParallel : public Distribution {
   // 'model' of size 4"), and for what chorus does not do yet: a variable sharded along
   // more than one dimension, or over the batch axis.
   VariablePlacement placement(const autograd::Variable& variable) const;
+  // The placement the LayoutMap asks for a layer's output (key "<layer name>/output"), or
+  // nullopt for none. The batch axis may name the first dimension (the batch is split along
+  // it anyway). Throws ValueError as placement() does.
+  std::optional<VariablePlacement> output_placement(const std::string& layer_name, const Shape& shape) const;
 
   // The data-parallel replicas: the batch axis's size (times the workers).
   int num_replicas() const override;
   std::shared_ptr<Distribution> clone() const override { return std::make_shared<ModelParallel>(*this); }
 
  private:
+  VariablePlacement placement_of(const std::string& path, const TensorLayout& layout, const Shape& shape,
+                                 bool output) const;
+
   LayoutMap layout_map_;
-  std::string batch_dim_name_;
+  ModelParallelOptions options_;
   int batch_axis_ = 0;
-  bool auto_shard_dataset_ = true;
 };
 
 }  // namespace chorus::distribution

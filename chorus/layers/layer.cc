@@ -7,6 +7,7 @@
 
 #include "chorus/autograd/tape.h"
 #include "chorus/core/error.h"
+#include "chorus/core/sharding.h"
 #include "chorus/layers/node.h"
 #include "chorus/layers/weight_budget.h"
 
@@ -118,6 +119,9 @@ Tree Layer::operator()(const Tree& inputs, bool training) & {
   if (is_symbolic(inputs)) return call_symbolic(inputs, nullptr);
   maybe_build(inputs);
   Tree outputs = call(inputs, training);
+  if (MeshContext* mesh = MeshContext::current()) {
+    outputs = outputs.map([&](const Tensor& t) { return mesh->lay_out_output(name(), t); });
+  }
   record_output_shapes(outputs);
   return outputs;
 }

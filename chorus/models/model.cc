@@ -53,6 +53,7 @@ void Model::compile(CompileOptions options) {
   runner_.reset();
   workers_synced_ = false;
   placed_on_mesh_ = false;
+  memory_checked_ = false;
   replica_metrics_.clear();
   reset_metrics();
 }

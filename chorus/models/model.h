@@ -271,6 +271,7 @@ class Model : public layers::Layer {
   std::unique_ptr<distribute::StepRunner> runner_;
   bool workers_synced_ = false;
   bool placed_on_mesh_ = false;
+  bool memory_checked_ = false;  // against CHORUS_DEVICE_MEMORY_LIMIT, at the first train step
   // Per replica: copies of metrics() that its steps update.
   std::vector<std::vector<std::unique_ptr<metrics::Metric>>> replica_metrics_;
   // Multi-worker: this worker's metric states (metrics() laid end to end) from the steps

@@ -20,6 +20,7 @@
 #include "chorus/distribute/startup_check.h"
 #include "chorus/distribute/worker_group.h"
 #include "chorus/models/model.h"
+#include "chorus/models/state_bytes.h"
 #include "chorus/models/training_signature.h"
 #include "chorus/models/worker_input.h"
 #include "chorus/ops/ops.h"
@@ -102,14 +103,25 @@ void Model::place_on_mesh(distribute::MeshRunner& runner, const Tree& batch) {
   for (const Variable& v : weights()) placements.emplace_back(v, dist.placement(v));  // checks every layout first
   if (compiled()) {
     optimizer().build(trainable_weights());
-    // A slot ("optimizer/<variable path>/<slot>") follows its variable's layout.
+    // A slot ("optimizer/<variable path>/<slot>") follows its variable's layout; with
+    // shard_optimizer_state, a replicated variable's slots are split over the batch axis.
+    const int batch = dist.batch_axis();
+    const int64_t batch_size = dist.device_mesh().shape()[static_cast<size_t>(batch)];
+    const size_t model_variables = placements.size();
     for (const Variable& slot : optimizer().variables()) {
       distribution::VariablePlacement placement;
-      for (const auto& [v, p] : placements) {
+      for (size_t k = 0; k < model_variables; ++k) {
+        const auto& [v, p] = placements[k];
         const std::string prefix = "optimizer/" + v.path() + "/";
-        if (slot.path().starts_with(prefix) && slot.path().find('/', prefix.size()) == std::string::npos &&
-            slot.shape() == v.shape()) {
-          placement = p;
+        if (!slot.path().starts_with(prefix) || slot.path().find('/', prefix.size()) != std::string::npos ||
+            slot.shape() != v.shape()) {
+          continue;
+        }
+        placement = p;
+        if (!p.axis && dist.options().shard_optimizer_state && batch_size > 1 && v.shape().rank() > 0 &&
+            v.shape()[0] % batch_size == 0) {
+          placement = distribution::VariablePlacement{batch, 0};
+          runner.update_by_rows(v);
         }
       }
       placements.emplace_back(slot, placement);
@@ -117,6 +129,8 @@ void Model::place_on_mesh(distribute::MeshRunner& runner, const Tree& batch) {
   }
   for (const auto& [v, p] : placements) runner.place(v, p);
   placed_on_mesh_ = true;
+  check_device_memory(*this);
+  memory_checked_ = true;
 }
 
 distribute::WorkerGroup* Model::step_workers() {
@@ -237,7 +251,16 @@ void Model::merge_worker_metrics() {
 }
 
 Logs Model::run_train_step(const WorkerInput::Step& input, bool merge_workers) {
-  if (replica_runner() == nullptr) return train_step(input.batch);
+  distribute::StepRunner* runner = replica_runner();
+  if (!memory_checked_ && dynamic_cast<distribute::MeshRunner*>(runner) == nullptr) {
+    // Every device holds the whole state: build it now to count it (place_on_mesh checks
+    // the shards of a mesh).
+    if (!built()) build_on_first_row(input.batch);
+    optimizer().build(trainable_weights());
+    check_device_memory(*this);
+    memory_checked_ = true;
+  }
+  if (runner == nullptr) return train_step(input.batch);
   const bool rows = input.global_rows.value_or(batch_rows(input.batch, name())) > 0;
   const StepMetrics step_metrics = merge_workers ? StepMetrics::kAllWorkers : StepMetrics::kThisWorker;
   run_replicas(input, /*training=*/true, step_metrics, [&](int, const Tree& slice) {

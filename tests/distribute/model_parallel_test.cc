@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
 #include "chorus/core/sharding.h"
@@ -166,6 +168,21 @@ TEST_F(ModelParallelTest, PerDeviceBytesFallWithTheShards) {
   }
 }
 
+TEST_F(ModelParallelTest, OptimizerStateSplitOverTheBatchAxisMatchesOneDevice) {
+  const MeshRun reference = train_three_layer_mlp(nullptr);
+  const auto layouts = megatron_layouts(mesh(2, 2), "d2", "d3");
+  const MeshRun whole_state = train_three_layer_mlp(std::make_shared<dist::ModelParallel>(layouts));
+  const MeshRun split_state = train_three_layer_mlp(
+      std::make_shared<dist::ModelParallel>(layouts, dist::ModelParallelOptions{.shard_optimizer_state = true}));
+  EXPECT_LE(testing::max_relative_difference(split_state.model->weights(), reference.model->weights()), 1e-5);
+  // d1's kernel (16, 32) and bias (32,) keep half their Adam slots on each device; d3's
+  // bias (3,) does not divide over 2 and keeps whole ones.
+  const int64_t saved = 2 * 4 * (16 * 32 + 32) / 2;
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_EQ(bytes_on_device(*split_state.model, d), bytes_on_device(*whole_state.model, d) - saved) << d;
+  }
+}
+
 TEST_F(ModelParallelTest, PredictAndEvaluateMatchOneDevice) {
   const MeshRun reference = train_three_layer_mlp(nullptr);
   const auto device_mesh = mesh(2, 2);
@@ -187,6 +204,85 @@ TEST_F(ModelParallelTest, WeightsSavedUnderAMeshLoadOnOneDevice) {
   auto restored = three_layer_mlp();
   restored->load_weights(path);
   EXPECT_EQ(testing::max_relative_difference(restored->weights(), run.model->weights()), 0.0);
+}
+
+// Trains `model` `epochs` epochs more on the same 80 rows (5 batches of 16, unshuffled).
+void continue_training(models::Model& model, int epochs) {
+  const LabelledRows data = labelled_rows(80);
+  model.fit(data.x, data.y, {.epochs = epochs, .batch_size = 16, .verbose = 0, .shuffle = false});
+}
+
+TEST_F(ModelParallelTest, CheckpointsRestoreOnAnyLayout) {
+  const auto compile = [](models::Model& model) {
+    model.compile({.optimizer = "adam", .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  };
+  layers::set_random_seed(5);
+  auto uninterrupted = three_layer_mlp();
+  compile(*uninterrupted);
+  continue_training(*uninterrupted, 4);
+  // 10 steps on a (2, 2) mesh, saved whole; 10 more on one device, and on (1, 4).
+  layers::set_random_seed(5);
+  auto first_half = three_layer_mlp();
+  {
+    auto scope = dist::ModelParallel(megatron_layouts(mesh(2, 2), "d2", "d3")).scope();
+    compile(*first_half);
+  }
+  continue_training(*first_half, 2);
+  first_half->save(dir_ / "mlp");
+  auto on_one_device = models::load_model(dir_ / "mlp");
+  continue_training(*on_one_device, 2);
+  EXPECT_LE(testing::max_relative_difference(on_one_device->weights(), uninterrupted->weights()), 1e-5);
+  std::unique_ptr<models::Model> on_four;
+  {
+    auto scope = dist::ModelParallel(megatron_layouts(mesh(1, 4))).scope();
+    on_four = models::load_model(dir_ / "mlp");
+  }
+  continue_training(*on_four, 2);
+  EXPECT_EQ(on_four->optimizer().iterations(), 20);
+  EXPECT_LE(testing::max_relative_difference(on_four->weights(), uninterrupted->weights()), 1e-5);
+}
+
+TEST_F(ModelParallelTest, OutputLayoutsRelayTheActivations) {
+  const MeshRun reference = train_three_layer_mlp(nullptr);
+  dist::LayoutMap layouts = megatron_layouts(mesh(2, 2));
+  layouts["d2/output"] = {std::nullopt, "model"};  // d3 then reads a sharded input
+  layouts["d3/output"] = {"batch", std::nullopt};  // the data layout: nothing to move
+  const MeshRun run = train_three_layer_mlp(std::make_shared<dist::ModelParallel>(layouts));
+  EXPECT_LE(testing::max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
+  layouts["d1/output"] = {"model"};
+  EXPECT_THAT([&] { train_three_layer_mlp(std::make_shared<dist::ModelParallel>(layouts)); },
+              ThrowsMessage<ValueError>(
+                  "d1/output: layout ('model',) has 1 entries, but the output has shape (8, 32) of rank 2"));
+}
+
+TEST_F(ModelParallelTest, DeviceMemoryLimitCountsTheShards) {
+  // Weights (64*256 + 256 + 256*64 + 64 floats) and Adam's two slots, plus iterations:
+  // 3 * 4 * 33088 + 8 = 397064 bytes whole; about a quarter on each of 4 devices.
+  ::setenv("CHORUS_DEVICE_MEMORY_LIMIT", "200000", 1);
+  const auto fit_once = [](std::shared_ptr<dist::Distribution> distribution) {
+    dist::set_distribution(std::move(distribution));
+    Tensor x = layers::Input({64});
+    Tensor h = layers::Dense(256, {.activation = "relu", .name = "d1"})(x);
+    auto model = std::make_unique<models::Model>(x, layers::Dense(64, {.name = "d2"})(h), "budget");
+    model->compile({.optimizer = "adam", .loss = "mse"});
+    dist::set_distribution(nullptr);
+    Generator gen(1);
+    model->fit(uniform(Shape{8, 64}, gen), uniform(Shape{8, 64}, gen), {.batch_size = 8, .verbose = 0});
+  };
+  EXPECT_THAT([&] { fit_once(nullptr); },
+              ThrowsMessage<ResourceExhaustedError>(
+                  "budget: the weights and optimizer state need 397064 bytes on device 0 of 1, over its memory limit "
+                  "of 200000 bytes (CHORUS_DEVICE_MEMORY_LIMIT); shard the largest variables with ModelParallel"));
+  dist::LayoutMap layouts(mesh(1, 4));
+  layouts["d1/kernel"] = {std::nullopt, "model"};
+  layouts["d1/bias"] = {"model"};
+  layouts["d2/kernel"] = {"model", std::nullopt};
+  EXPECT_NO_THROW(fit_once(std::make_shared<dist::ModelParallel>(layouts)));
+  ::setenv("CHORUS_DEVICE_MEMORY_LIMIT", "12X", 1);
+  EXPECT_THAT([&] { fit_once(nullptr); },
+              ThrowsMessage<ValueError>("CHORUS_DEVICE_MEMORY_LIMIT: expected a positive number of bytes (optionally "
+                                        "with a K, M or G suffix), got '12X'"));
+  ::unsetenv("CHORUS_DEVICE_MEMORY_LIMIT");
 }
 
 std::unique_ptr<testing::TwoTower> train_sharded_two_tower(std::shared_ptr<dist::Distribution> distribution) {
