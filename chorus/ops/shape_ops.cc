@@ -136,7 +136,7 @@ Shape checked_block(const char* op, const Shape& shape, const std::vector<int64_
 }  // namespace
 
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& new_shape) {
-  if (sharded::any(x)) return reshape(sharded::replicate(x), new_shape);
+  if (sharded::any(x)) return sharded::reshape(x, new_shape);
   if (new_shape.size() > static_cast<size_t>(kMaxRank)) {
     throw_error<ShapeError>("reshape: shape {} has rank {}, more than the maximum rank {}", tuple_string(new_shape),
                             new_shape.size(), kMaxRank);

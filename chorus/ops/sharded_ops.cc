@@ -193,6 +193,32 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
   return ops::matmul(replicate(a), replicate(b), options);
 }
 
+Tensor reshape(const Tensor& x, const std::vector<int64_t>& new_shape) {
+  const Sharding& s = sharding_of(x);
+  const int n = mesh().axis_size(s.axis);
+  // The global shape asked for, with a -1 resolved.
+  std::vector<int64_t> shape = new_shape;
+  int64_t known = 1;
+  for (int64_t d : shape) known *= d < 0 ? 1 : d;
+  for (int64_t& d : shape) {
+    if (d < 0 && known > 0) d = x.shape().numel() / known;
+  }
+  int64_t before = 1;
+  for (int d = 0; d < s.dim; ++d) before *= x.dim(d);
+  int64_t prefix = 1;
+  for (size_t e = 0; e < shape.size(); ++e) {
+    if (prefix == before && shape[e] % n == 0 && shape[e] > 1) {
+      std::vector<int64_t> block = shape;
+      block[e] /= n;
+      const Sharding result{s.axis, static_cast<int>(e), Shape(shape)};
+      return from_local(ops::reshape(to_local(x), block), result);
+    }
+    prefix *= shape[e];
+    if (prefix > before) break;
+  }
+  return ops::reshape(replicate(x), new_shape);
+}
+
 Tensor take(const Tensor& x, const Tensor& indices, int axis) {
   const Sharding& s = sharding_of(x);
   const int a = x.shape().normalize_axis(axis, "take");

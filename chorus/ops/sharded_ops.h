@@ -56,6 +56,11 @@ Tensor elementwise(const Binary& op, const Tensor& a, const Tensor& b);
 // An op along `axis` of x (softmax): blockwise unless `axis` is the sharded dimension.
 Tensor along_axis(const Unary& op, const Tensor& x, int axis);
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options);
+// A reshape that keeps the sharded dimension's blocks contiguous stays blockwise: the
+// dimensions before it keep their product and the new dimension there divides over the
+// axis ((B, T, N * H) sharded on its last dimension to (B, T, N, H) sharded by heads, and
+// back). Any other reshape gathers.
+Tensor reshape(const Tensor& x, const std::vector<int64_t>& new_shape);
 // take(x, indices, axis) for a sharded x: a table sharded by rows (axis 0, a vocabulary
 // split over devices) gathers the rows it holds and all-reduces; one sharded along
 // another dimension gathers blockwise.
