@@ -1,5 +1,6 @@
 #include "chorus/distribute/mesh_runner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include "chorus/distribute/local_communicator.h"
 #include "chorus/distribute/replica_context.h"
 #include "chorus/distribute/replica_runner.h"
+#include "chorus/distribute/worker_group.h"
 #include "chorus/ops/operators.h"
 #include "chorus/ops/shape_ops.h"
 #include "chorus/ops/sharded_ops.h"
@@ -51,12 +53,13 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
       if (value.impl()->sharding != nullptr && grad.impl()->sharding == nullptr && grad.shape() != value.shape()) {
         grad = own_block(grad, *value.impl()->sharding);  // a whole gradient (a step without rows)
       }
-      if (axis_size(batch) > 1) {
+      if (global_rows() > local_rows()) {  // other positions of the batch axis, here or on other workers
         grad = grad * scale();
         all_reduce(grad, batch);
       }
       reduced[i] = grad;
     }
+    if (runner_.workers_ != nullptr && runner_.workers_->size() > 1) runner_.reduce_across_workers(device_, reduced);
     // ZeRO: this device's rows of the variables whose state is split over the batch axis.
     std::vector<std::pair<size_t, Tensor>> whole_values;
     for (size_t i = 0; i < variables.size(); ++i) {
@@ -137,8 +140,10 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
 };
 
 MeshRunner::MeshRunner(std::shared_ptr<const distribution::ModelParallel> distribution)
-    : distribution_(std::move(distribution)), pool_(distribution_->replica_pool()) {
+    : distribution_(std::move(distribution)), workers_(distribution_->workers()), pool_(distribution_->replica_pool()) {
   const std::vector<int64_t>& shape = distribution_->device_mesh().shape();
+  batch_size_ = static_cast<int>(shape[static_cast<size_t>(distribution_->batch_axis())]);
+  staged_.resize(static_cast<size_t>(pool_->size()));
   for (int d = 0; d < pool_->size(); ++d) {
     std::vector<int> coords(shape.size());
     int rest = d;
@@ -206,19 +211,61 @@ void MeshRunner::place(const autograd::Variable& variable, const distribution::V
   placed_.push_back(variable);
 }
 
+void MeshRunner::reduce_across_workers(int device, std::vector<Tensor>& grads) {
+  const int batch = distribution_->batch_axis();
+  Communicator& local = pool_->communicator(device);
+  staged_[static_cast<size_t>(device)] = grads;
+  local.barrier();
+  if (device == 0) {  // one fused all-reduce per model group, in device order on every worker
+    for (size_t d = 0; d < staged_.size(); ++d) {
+      if (coordinates_[d][static_cast<size_t>(batch)] != 0) continue;
+      std::vector<Tensor>& group = staged_[d];
+      int64_t count = 0;
+      for (const Tensor& g : group) count += g.defined() ? g.numel() : 0;
+      Tensor fused = Tensor::empty({count}, kFloat32);
+      float* at = fused.data<float>();
+      for (const Tensor& g : group) {
+        if (!g.defined()) continue;
+        std::copy_n(g.data<float>(), g.numel(), at);
+        at += g.numel();
+      }
+      workers_->communicator().all_reduce(fused);
+      const float* from = fused.data<float>();
+      for (Tensor& g : group) {
+        if (!g.defined()) continue;
+        Tensor sum = Tensor::empty(g.shape(), kFloat32);
+        std::copy_n(from, g.numel(), sum.data<float>());
+        from += g.numel();
+        g = sum;
+      }
+    }
+  }
+  local.barrier();
+  // The devices of a model group hold the same gradients: each reads its group's sums.
+  std::vector<int> peer = coordinates_[static_cast<size_t>(device)];
+  peer[static_cast<size_t>(batch)] = 0;
+  for (size_t d = 0; d < staged_.size(); ++d) {
+    if (coordinates_[d] == peer) grads = staged_[d];
+  }
+  local.barrier();  // every device has read before the next step stages again
+}
+
 int MeshRunner::run(int64_t global_rows, std::optional<int64_t> own_rows, bool /*training*/,
                     const std::function<void(int, int64_t, int64_t)>& step) {
   if (own_rows) throw Error("ModelParallel: a batch of this worker's rows only (FILE sharding) is not supported");
   if (comms_broken_) make_communicators();
   const int batch = distribution_->batch_axis();
-  const auto slices = ReplicaRunner::split(global_rows, static_cast<int>(distribution_->device_mesh().shape()[static_cast<size_t>(batch)]));
+  // Every worker's batch-axis positions in turn: worker w's position b is w * batch_size_ + b.
+  const int first = workers_ != nullptr ? workers_->rank() * batch_size_ : 0;
+  const auto slices = ReplicaRunner::split(global_rows, batch_size_ * (workers_ != nullptr ? workers_->size() : 1));
   static std::atomic<uint64_t> next_step_id{0};
   const uint64_t step_id = next_step_id.fetch_add(1);
   ++steps_;
   try {
     pool_->run(pool_->size(), [&](int device) {
       Context& context = *contexts_[static_cast<size_t>(device)];
-      const auto [begin, end] = slices[static_cast<size_t>(coordinates_[static_cast<size_t>(device)][static_cast<size_t>(batch)])];
+      const auto [begin, end] =
+          slices[static_cast<size_t>(first + coordinates_[static_cast<size_t>(device)][static_cast<size_t>(batch)])];
       context.begin_step(step_id, begin, end, global_rows);
       ReplicaContextScope replica(&context);
       MeshContextScope mesh(&context);

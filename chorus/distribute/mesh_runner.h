@@ -4,7 +4,11 @@
 // of the replicated ones; the ops exchange activations along the model axes as the
 // layouts require (ops/sharded_ops.h). At apply_gradients each device all-reduces its
 // gradients over the batch axis and updates its own values and optimizer state, which
-// follow their variable's layout. Used by one thread (the trainer's) at a time.
+// follow their variable's layout. In a multi-worker job every worker holds the same mesh
+// of its own devices: the model axes stay within a worker and the batch axis continues
+// across the workers (a (1, 2) mesh on each of 2 workers trains as (2, 2)); the
+// gradients are then summed over the workers too. Used by one thread (the trainer's) at
+// a time.
 #pragma once
 
 #include <memory>
@@ -26,7 +30,8 @@ class MeshRunner : public StepRunner {
   ~MeshRunner() override;
 
   int num_replicas() const override { return pool_->size(); }
-  WorkerGroup* workers() const override { return nullptr; }
+  WorkerGroup* workers() const override { return workers_.get(); }
+  int row_slices() const override { return batch_size_; }
   int run(int64_t global_rows, std::optional<int64_t> own_rows, bool training,
           const std::function<void(int replica, int64_t begin, int64_t end)>& step) override;
   // Only the first device along every axis but the batch axis reports.
@@ -43,8 +48,15 @@ class MeshRunner : public StepRunner {
   class Context;
   void make_communicators();
 
+  // Device 0 sums the batch-axis position 0 devices' gradients over the workers, for
+  // every device of its model group to read.
+  void reduce_across_workers(int device, std::vector<Tensor>& grads);
+
   std::shared_ptr<const distribution::ModelParallel> distribution_;
+  std::shared_ptr<WorkerGroup> workers_;
   std::shared_ptr<ReplicaPool> pool_;
+  int batch_size_ = 1;  // this worker's positions along the batch axis
+  std::vector<std::vector<Tensor>> staged_;  // [device]: gradients handed over for reduce_across_workers
   std::vector<std::vector<int>> coordinates_;                      // [device][axis]
   std::vector<std::vector<std::unique_ptr<Communicator>>> comms_;  // [axis][device]
   bool comms_broken_ = false;

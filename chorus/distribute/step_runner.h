@@ -23,6 +23,9 @@ class StepRunner {
   // batch and returns how many replicas ran (0 .. n-1). See ReplicaRunner::run.
   virtual int run(int64_t global_rows, std::optional<int64_t> own_rows, bool training,
                   const std::function<void(int replica, int64_t begin, int64_t end)>& step) = 0;
+  // How many slices each worker's share of a batch is cut into (one per replica, or one
+  // per batch-axis position of a mesh): the workers' shares of predict's rows follow it.
+  virtual int row_slices() const { return num_replicas(); }
   // Whether replica r's metrics and outputs are to be kept: false where r repeats another
   // replica's rows (the devices of one model-parallel group all compute its outputs).
   virtual bool reports(int /*replica*/) const { return true; }

@@ -84,9 +84,6 @@ distribute::StepRunner* Model::replica_runner() {
   if (!dist) return nullptr;
   if (auto model_parallel = std::dynamic_pointer_cast<const distribution::ModelParallel>(dist)) {
     if (dist->device_mesh().devices().size() <= 1) return nullptr;
-    if (dist->workers() != nullptr) {
-      throw_error<ValueError>("{}: ModelParallel over the devices of several workers is not supported yet", name());
-    }
     if (!runner_) runner_ = std::make_unique<distribute::MeshRunner>(model_parallel);
     return runner_.get();
   }
@@ -149,6 +146,14 @@ void Model::sync_workers(const Tree& batch, int64_t global_rows) {
   }
   std::vector<Variable> variables = weights();
   std::vector<std::string> signature = training_signature(*this, global_rows);
+  if (const auto* mesh = dynamic_cast<const distribution::ModelParallel*>(distribution_.get())) {
+    for (const Variable& v : weights()) {  // the workers must split every variable alike
+      const distribution::VariablePlacement p = mesh->placement(v);
+      signature.push_back(p.axis ? fmt::format("{} split along dimension {} over mesh axis '{}'", v.path(), p.dim,
+                                               mesh->device_mesh().axis_names()[static_cast<size_t>(*p.axis)])
+                                 : v.path() + " replicated");
+    }
+  }
   if (compiled()) {
     size_t slots = 0;
     for (const Variable& v : optimizer().variables()) {
@@ -212,7 +217,9 @@ int Model::run_replicas(const WorkerInput::Step& input, bool training, StepMetri
   for (size_t k = 0; k < merged.size(); ++k) {
     for (int r = 0; r < active; ++r) {
       auto& copy = *replica_metrics_[static_cast<size_t>(r)][k];
-      for (size_t i = 0; i < copy.state().size(); ++i) mine[at + i] += copy.state()[i];
+      if (runner.reports(r)) {
+        for (size_t i = 0; i < copy.state().size(); ++i) mine[at + i] += copy.state()[i];
+      }
       copy.reset_state();
     }
     at += merged[k]->state().size();
@@ -311,7 +318,7 @@ Tree Model::run_predict_step(const Tree& batch) {
   }
   if (distribute::WorkerGroup* group = runner->workers()) {
     // Every worker returns the whole batch's predictions, as on one process.
-    const int local = runner->num_replicas();
+    const int local = runner->row_slices();
     const auto slices = distribute::ReplicaRunner::split(batch_rows(batch, name()), local * group->size());
     std::vector<int64_t> rows(static_cast<size_t>(group->size()));
     for (size_t g = 0; g < slices.size(); ++g) rows[g / static_cast<size_t>(local)] += slices[g].second - slices[g].first;
