@@ -9,11 +9,13 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/gather_kernels.h"
 #include "chorus/core/creation.h"
 #include "chorus/core/error.h"
+#include "chorus/core/sharding.h"
 #include "chorus/distribute/replica_context.h"
 #include "chorus/optimizers/update_kernels.h"
 
@@ -61,7 +63,14 @@ void check_slices(const autograd::IndexedSlices& slices, const std::string& opti
   }
 }
 
-double l2_norm(const Tensor& grad) { return std::sqrt(kernels::sum_of_squares(grad.data<float>(), grad.numel())); }
+// `part` summed over the devices along mesh `axis` (a block's share of a sum of squares);
+// `part` itself for a whole gradient (axis -1).
+double sum_over_axis(double part, int axis) {
+  if (axis < 0) return part;
+  Tensor total = full({1}, part);
+  MeshContext::current()->all_reduce(total, axis);
+  return total.item<double>();
+}
 
 }  // namespace
 
@@ -210,8 +219,13 @@ void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const V
                      (options_.clipvalue && *options_.clipvalue > 0);
   std::vector<Tensor> clipped;
   clipped.reserve(active.size());
-  for (const size_t i : active) clipped.push_back(is_sparse(i) && clips ? sparse[i].to_dense() : grads[i]);
-  clip_gradients(clipped);
+  std::vector<int> shard_axes;
+  for (const size_t i : active) {
+    clipped.push_back(is_sparse(i) && clips ? sparse[i].to_dense() : grads[i]);
+    const Sharding* block = MeshContext::current() ? variables[i].value().impl()->sharding.get() : nullptr;
+    shard_axes.push_back(block != nullptr ? block->axis : -1);
+  }
+  clip_gradients(clipped, shard_axes);
 
   const double lr = learning_rate();
   if (options_.weight_decay && *options_.weight_decay != 0) {
@@ -233,17 +247,23 @@ void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const V
   iterations_.value().data<int64_t>()[0] = step;
 }
 
-void Optimizer::clip_gradients(std::vector<Tensor>& grads) const {
+void Optimizer::clip_gradients(std::vector<Tensor>& grads, const std::vector<int>& shard_axes) const {
   if (options_.clipnorm && *options_.clipnorm > 0) {
     const double limit = *options_.clipnorm;
-    for (Tensor& g : grads) {
-      const double norm = l2_norm(g);
+    for (size_t j = 0; j < grads.size(); ++j) {
+      Tensor& g = grads[j];
+      const double norm = std::sqrt(sum_over_axis(kernels::sum_of_squares(g.data<float>(), g.numel()), shard_axes[j]));
       if (!(norm <= limit)) g = scaled(g, limit / norm);  // NaN norms give NaN gradients, as in Keras
     }
   } else if (options_.global_clipnorm && *options_.global_clipnorm > 0) {
     const double limit = *options_.global_clipnorm;
+    // Whole gradients count once; blocks add up over their axis (in axis order on every device).
+    std::map<int, double> sums;
+    for (size_t j = 0; j < grads.size(); ++j) {
+      sums[shard_axes[j]] += kernels::sum_of_squares(grads[j].data<float>(), grads[j].numel());
+    }
     double sum = 0;
-    for (const Tensor& g : grads) sum += kernels::sum_of_squares(g.data<float>(), g.numel());
+    for (const auto& [axis, part] : sums) sum += sum_over_axis(part, axis);
     const double norm = std::sqrt(sum);
     if (norm <= limit) return;
     // Keras turns every gradient into NaN when the global norm is not finite.

@@ -116,7 +116,9 @@ class Optimizer {
 
  private:
   // Replaces grads with clipped copies as options_ ask (at most one kind is set).
-  void clip_gradients(std::vector<Tensor>& grads) const;
+  // `shard_axes[j]`: the mesh axis grads[j] is a block along (model parallelism: norms
+  // add up over it), or -1 for a whole gradient.
+  void clip_gradients(std::vector<Tensor>& grads, const std::vector<int>& shard_axes) const;
 
   std::string class_name_;
   std::string name_;

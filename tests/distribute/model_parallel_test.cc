@@ -88,11 +88,12 @@ struct MeshRun {
 };
 
 // 2 epochs over 70 rows in batches of 16 (the last has 6): 10 steps.
-MeshRun train_three_layer_mlp(std::shared_ptr<dist::Distribution> distribution) {
+MeshRun train_three_layer_mlp(std::shared_ptr<dist::Distribution> distribution,
+                              Shared<optimizers::Optimizer> optimizer = "adam") {
   layers::set_random_seed(5);
   dist::set_distribution(std::move(distribution));
   MeshRun run{three_layer_mlp(), {}};
-  run.model->compile({.optimizer = "adam",
+  run.model->compile({.optimizer = std::move(optimizer),
                       .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
                       .metrics = {"sparse_categorical_accuracy"}});
   dist::set_distribution(nullptr);
@@ -115,6 +116,24 @@ TEST_F(ModelParallelTest, MegatronMlpMatchesOneDevice) {
       ASSERT_EQ(got.size(), want.size());
       for (size_t e = 0; e < got.size(); ++e) EXPECT_NEAR(got[e], want[e], 1e-6) << key << " epoch " << e;
     }
+  }
+}
+
+TEST_F(ModelParallelTest, ClippedNormsAddUpOverTheShards) {
+  // Limits well under the gradients' norms, so that every step clips; SGD's step is
+  // proportional to the clipped gradient, so a norm taken over one block shows.
+  const auto clipping = [](bool global) {
+    return global ? optimizers::SGD({.learning_rate = 0.5, .global_clipnorm = 0.05})
+                  : optimizers::SGD({.learning_rate = 0.5, .clipnorm = 0.02});
+  };
+  for (bool global : {false, true}) {
+    SCOPED_TRACE(global ? "global_clipnorm" : "clipnorm");
+    const MeshRun reference = train_three_layer_mlp(nullptr, clipping(global));
+    const auto layouts = megatron_layouts(mesh(2, 2), "d2", "d3");
+    const MeshRun run = train_three_layer_mlp(
+        std::make_shared<dist::ModelParallel>(layouts, dist::ModelParallelOptions{.shard_optimizer_state = true}),
+        clipping(global));
+    EXPECT_LE(testing::max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
   }
 }
 
