@@ -8,7 +8,6 @@
 // Backward: dP' = dO V^T;  dV = P'^T dO;  per row: dS = P * (dP - sum(dP * P)) * scale
 //           with dP = dP' * dropout (+ a gradient reaching P itself), 0 where masked;
 //           dQ = dS K;  dK = dS^T Q. Five batched matmuls and one row pass.
-#include "chorus/ops/sharded_ops.h"
 #include "chorus/ops/attention.h"
 
 #include <array>
@@ -21,6 +20,7 @@
 #include "chorus/core/creation.h"
 #include "chorus/ops/elementwise.h"
 #include "chorus/ops/reduce_plan.h"
+#include "chorus/ops/sharded_ops.h"
 
 namespace chorus::ops {
 namespace {

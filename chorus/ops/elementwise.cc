@@ -1,13 +1,13 @@
 // Binary elementwise ops (arithmetic, power, comparisons) and their gradients, plus the
 // shared checks and kernel launches of elementwise_detail.h. Broadcast gradients are
 // summed back to each input's shape with sum_to.
-#include "chorus/ops/sharded_ops.h"
 #include "chorus/ops/elementwise.h"
 
 #include "chorus/autograd/tape.h"
 #include "chorus/core/creation.h"
 #include "chorus/ops/elementwise_detail.h"
 #include "chorus/ops/reduction.h"
+#include "chorus/ops/sharded_ops.h"
 
 namespace chorus::ops {
 namespace detail {

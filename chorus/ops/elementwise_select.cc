@@ -2,12 +2,12 @@
 // their gradients.
 #include <cmath>
 
-#include "chorus/ops/sharded_ops.h"
 #include "chorus/autograd/tape.h"
 #include "chorus/core/creation.h"
 #include "chorus/ops/elementwise.h"
 #include "chorus/ops/elementwise_detail.h"
 #include "chorus/ops/reduction.h"
+#include "chorus/ops/sharded_ops.h"
 
 namespace chorus::ops {
 

@@ -1,10 +1,10 @@
 // Unary elementwise ops and their gradients. Backward passes use fused kernels
 // (BinaryOp::k*Grad) that take the saved forward input x or output y and the upstream
 // gradient g, so e.g. GELU's derivative is one pass instead of a dozen ops.
-#include "chorus/ops/sharded_ops.h"
 #include "chorus/autograd/tape.h"
 #include "chorus/ops/elementwise.h"
 #include "chorus/ops/elementwise_detail.h"
+#include "chorus/ops/sharded_ops.h"
 
 namespace chorus::ops {
 namespace {

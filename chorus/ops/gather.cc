@@ -3,12 +3,12 @@
 #include <cstring>
 #include <type_traits>
 
-#include "chorus/ops/sharded_ops.h"
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/gather_kernels.h"
 #include "chorus/core/creation.h"
 #include "chorus/ops/reduce_plan.h"
 #include "chorus/ops/reduction.h"
+#include "chorus/ops/sharded_ops.h"
 
 namespace chorus::ops {
 namespace {

@@ -2,7 +2,6 @@
 // transposes as strides) into one backend::cpu::MatmulProblem, runs it on oneDNN, and
 // records the gradient. Shapes below: a (.., M, K), b (.., K, N), out (.., M, N), with
 // a stored as (.., K, M) when transpose_a and b as (.., N, K) when transpose_b.
-#include "chorus/ops/sharded_ops.h"
 #include "chorus/ops/matmul.h"
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include "chorus/backend/cpu/matmul.h"
 #include "chorus/core/creation.h"
 #include "chorus/ops/reduction.h"
+#include "chorus/ops/sharded_ops.h"
 
 namespace chorus::ops {
 namespace {

@@ -1,7 +1,6 @@
 // sum, mean, max, min, argmax, and the broadcast pair sum_to / broadcast_to, with their
 // gradients. Reductions run as passes over (outer, reduced, inner) views (reduce_plan.h)
 // on the kernels of backend/cpu/reduce_kernels.h.
-#include "chorus/ops/sharded_ops.h"
 #include "chorus/ops/reduction.h"
 
 #include <cmath>
@@ -13,6 +12,7 @@
 #include "chorus/backend/cpu/reduce_kernels.h"
 #include "chorus/core/creation.h"
 #include "chorus/ops/reduce_plan.h"
+#include "chorus/ops/sharded_ops.h"
 
 namespace chorus::ops {
 namespace {

@@ -1,6 +1,5 @@
 // Shape ops: views for reshape/expand_dims/squeeze, copies through the backend's copy
 // kernels for the rest. Every copy goes by element size, so each op takes every dtype.
-#include "chorus/ops/sharded_ops.h"
 #include "chorus/ops/shape_ops.h"
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/copy_kernels.h"
 #include "chorus/core/creation.h"
+#include "chorus/ops/sharded_ops.h"
 
 namespace chorus::ops {
 namespace {

@@ -3,12 +3,12 @@
 // the result.
 #include <limits>
 
-#include "chorus/ops/sharded_ops.h"
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/softmax_kernels.h"
 #include "chorus/core/creation.h"
 #include "chorus/ops/reduce_plan.h"
 #include "chorus/ops/reduction.h"
+#include "chorus/ops/sharded_ops.h"
 
 namespace chorus::ops {
 namespace {

@@ -435,6 +435,36 @@ TEST_F(ModelParallelTest, LayoutErrorsComeBeforeTheFirstStep) {
                    "replicated over the batch axis (their optimizer state can be sharded over it instead)");
 }
 
+// A layer that reads its kernel's elements itself, as no op with a sharding rule would.
+class RawReader : public layers::Layer {
+ public:
+  RawReader() : Layer("RawReader", "raw") {}
+  void build(const Tree&) override { kernel_ = add_weight("kernel", Shape{4, 8}, "ones"); }
+  Tree call(const Tree& inputs, bool) override {
+    (void)kernel_.value().data<float>()[0];
+    return inputs;
+  }
+  std::shared_ptr<Layer> move_to_heap() && override { return std::make_shared<RawReader>(std::move(*this)); }
+
+ private:
+  autograd::Variable kernel_;
+};
+
+TEST_F(ModelParallelTest, ReadingABlockOutsideTheRulesIsAnError) {
+  dist::LayoutMap layouts(mesh(1, 2));
+  layouts["raw/kernel"] = {std::nullopt, "model"};
+  dist::set_distribution(dist::ModelParallel(layouts));
+  Tensor x = layers::Input({4});
+  models::Model model(x, RawReader()(x));
+  model.compile({.optimizer = "sgd", .loss = "mse"});
+  dist::set_distribution(nullptr);
+  Generator gen(1);
+  EXPECT_THAT([&] { model.predict(uniform(Shape{2, 4}, gen), {.verbose = 0}); },
+              ThrowsMessage<Error>("Tensor: the data of a tensor of shape (4, 8) sharded along dimension 1 over mesh "
+                                   "axis 'model' was read by code that has no sharding rule; only its block of shape "
+                                   "(4, 4) is here (ops::sharded::replicate gathers it)"));
+}
+
 TEST_F(ModelParallelTest, MeshAndBatchAxisAreChecked) {
   EXPECT_THAT([] { dist::DeviceMesh({2, 4}, {"batch", "model"}, mesh_devices(4)); },
               ThrowsMessage<ValueError>("DeviceMesh: shape (2, 4) needs 8 devices, got 4"));
