@@ -40,9 +40,9 @@ class MeshContext {
   virtual void all_reduce(const Tensor& tensor, int axis) = 0;
   // `output` holds axis_size(axis) blocks of input.numel(): position p's input at block p.
   virtual void all_gather(const Tensor& input, const Tensor& output, int axis) = 0;
-  // A layer's output laid out as the distribution asks for "<layer_name>/output" (Keras's
+  // A layer's output laid out as the distribution asks for "<layer path>/output" (Keras's
   // output layouts): `output` itself where nothing is asked.
-  virtual Tensor lay_out_output(const std::string& layer_name, const Tensor& output) = 0;
+  virtual Tensor lay_out_output(const std::string& layer_path, const Tensor& output) = 0;
 };
 
 // Installs `context` as the calling thread's for its lifetime.

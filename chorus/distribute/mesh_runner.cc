@@ -103,10 +103,11 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
   void all_gather(const Tensor& input, const Tensor& output, int axis) override {
     communicator(axis).all_gather(input, output);
   }
-  Tensor lay_out_output(const std::string& layer_name, const Tensor& output) override {
-    auto it = output_placements_.find(layer_name);
+  Tensor lay_out_output(const std::string& layer_path, const Tensor& output) override {
+    auto it = output_placements_.find(layer_path);
     if (it == output_placements_.end()) {
-      it = output_placements_.emplace(layer_name, runner_.distribution_->output_placement(layer_name, output.shape())).first;
+      it = output_placements_.emplace(layer_path, runner_.distribution_->output_placement(layer_path, output.shape()))
+               .first;
     }
     if (!it->second) return output;
     const distribution::VariablePlacement& target = *it->second;
@@ -135,7 +136,7 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
   int device_;
   uint64_t step_id_ = 0;
   std::unordered_map<const void*, uint64_t> calls_;
-  // Each layer's output placement, looked up once (nullopt: none asked).
+  // Each layer's output placement by layer path, looked up once (nullopt: none asked).
   std::unordered_map<std::string, std::optional<distribution::VariablePlacement>> output_placements_;
 };
 

@@ -52,9 +52,9 @@ VariablePlacement ModelParallel::placement(const autograd::Variable& variable) c
   return placement_of(variable.path(), get_variable_layout(variable), variable.shape(), /*output=*/false);
 }
 
-std::optional<VariablePlacement> ModelParallel::output_placement(const std::string& layer_name,
+std::optional<VariablePlacement> ModelParallel::output_placement(const std::string& layer_path,
                                                                  const Shape& shape) const {
-  const std::string path = layer_name + "/output";
+  const std::string path = layer_path + "/output";
   const std::optional<TensorLayout> layout = layout_map_.get(path);
   if (!layout) return std::nullopt;
   return placement_of(path, *layout, shape, /*output=*/true);

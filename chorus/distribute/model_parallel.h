@@ -60,10 +60,10 @@ class ModelParallel : public Distribution {
   // 'model' of size 4"), and for what chorus does not do yet: a variable sharded along
   // more than one dimension, or over the batch axis.
   VariablePlacement placement(const autograd::Variable& variable) const;
-  // The placement the LayoutMap asks for a layer's output (key "<layer name>/output"), or
+  // The placement the LayoutMap asks for a layer's output (key "<layer path>/output"), or
   // nullopt for none. The batch axis may name the first dimension (the batch is split along
   // it anyway). Throws ValueError as placement() does.
-  std::optional<VariablePlacement> output_placement(const std::string& layer_name, const Shape& shape) const;
+  std::optional<VariablePlacement> output_placement(const std::string& layer_path, const Shape& shape) const;
 
   // The data-parallel replicas: the batch axis's size (times the workers).
   int num_replicas() const override;

@@ -120,7 +120,7 @@ Tree Layer::operator()(const Tree& inputs, bool training) & {
   maybe_build(inputs);
   Tree outputs = call(inputs, training);
   if (MeshContext* mesh = MeshContext::current()) {
-    outputs = outputs.map([&](const Tensor& t) { return mesh->lay_out_output(name(), t); });
+    outputs = outputs.map([&](const Tensor& t) { return mesh->lay_out_output(path(), t); });
   }
   record_output_shapes(outputs);
   return outputs;
