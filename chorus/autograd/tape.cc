@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "chorus/core/creation.h"
+#include "chorus/core/sharding.h"
 
 namespace chorus::autograd {
 namespace {
@@ -37,8 +38,31 @@ class BackwardScope {
   std::span<std::vector<IndexedSlices>* const> saved_sinks_;
 };
 
+Tensor add_gradients(const char* op, const Tensor& a, const Tensor& b);
+
+// The sum of two gradients of a tensor sharded over a model-parallel mesh: both are blocks
+// laid out alike (every sharding rule hands back blocks), added blockwise.
+Tensor add_sharded_gradients(const char* op, const Tensor& a, const Tensor& b) {
+  const Sharding* sa = a.impl()->sharding.get();
+  const Sharding* sb = b.impl()->sharding.get();
+  if (sa == nullptr || sb == nullptr || sa->axis != sb->axis || sa->dim != sb->dim ||
+      sa->global_shape != sb->global_shape) {
+    throw_error("{} backward: gradients of one sharded tensor are laid out differently", op);
+  }
+  const Sharding layout = *sa;
+  Tensor sum;
+  {
+    LocalShardScope blocks;
+    sum = add_gradients(op, shard_block(a), shard_block(b));
+  }
+  return sharded_tensor(sum, layout);
+}
+
 // a + b into a new tensor (gradients may alias other tensors, so never in place).
 Tensor add_gradients(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.impl()->sharding != nullptr || b.impl()->sharding != nullptr) {
+    if (!sharding_detail::local_view()) return add_sharded_gradients(op, a, b);
+  }
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) {
     throw_error("{} backward: gradients of one tensor disagree: shape {} {} vs {} {}", op, a.shape().to_string(),
                 dtype_name(a.dtype()), b.shape().to_string(), dtype_name(b.dtype()));

@@ -80,10 +80,13 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
     }
   }
 
+  // BatchNormalization's moving statistics: the rows-weighted mean over the batch axis, on
+  // every worker.
   void assign_mean(const autograd::Variable& variable, const Tensor& value) override {
-    Tensor mean = value * scale();
-    all_reduce(mean, runner_.distribution_->batch_axis());
-    variable.assign(mean);
+    std::vector<Tensor> mean{value * scale()};
+    all_reduce(mean[0], runner_.distribution_->batch_axis());
+    if (runner_.workers_ != nullptr && runner_.workers_->size() > 1) runner_.reduce_across_workers(device_, mean);
+    variable.assign(mean[0]);
   }
 
   // MeshContext

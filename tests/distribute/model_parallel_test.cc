@@ -59,9 +59,12 @@ dist::LayoutMap megatron_layouts(const dist::DeviceMesh& device_mesh, const std:
   return layout_map;
 }
 
-std::unique_ptr<models::Model> three_layer_mlp(int64_t inputs = 16, int64_t hidden = 32) {
+// `batch_norm`: with BatchNormalization after d1 (each batch position normalises by its own
+// rows' statistics, as data-parallel replicas do).
+std::unique_ptr<models::Model> three_layer_mlp(int64_t inputs = 16, int64_t hidden = 32, bool batch_norm = false) {
   Tensor x = layers::Input({inputs});
   Tensor h = layers::Dense(hidden, {.activation = "relu", .name = "d1"})(x);
+  if (batch_norm) h = layers::BatchNormalization()(h);
   h = layers::Dense(8, {.activation = "tanh", .name = "d2"})(h);
   return std::make_unique<models::Model>(x, layers::Dense(3, {.name = "d3"})(h));
 }
@@ -89,10 +92,10 @@ struct MeshRun {
 
 // 2 epochs over 70 rows in batches of 16 (the last has 6): 10 steps.
 MeshRun train_three_layer_mlp(std::shared_ptr<dist::Distribution> distribution,
-                              Shared<optimizers::Optimizer> optimizer = "adam") {
+                              Shared<optimizers::Optimizer> optimizer = "adam", bool batch_norm = false) {
   layers::set_random_seed(5);
   dist::set_distribution(std::move(distribution));
-  MeshRun run{three_layer_mlp(), {}};
+  MeshRun run{three_layer_mlp(16, 32, batch_norm), {}};
   run.model->compile({.optimizer = std::move(optimizer),
                       .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
                       .metrics = {"sparse_categorical_accuracy"}});
@@ -133,6 +136,21 @@ TEST_F(ModelParallelTest, ClippedNormsAddUpOverTheShards) {
     const MeshRun run = train_three_layer_mlp(
         std::make_shared<dist::ModelParallel>(layouts, dist::ModelParallelOptions{.shard_optimizer_state = true}),
         clipping(global));
+    EXPECT_LE(testing::max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
+  }
+}
+
+TEST_F(ModelParallelTest, BatchNormalizationNormalisesEachBatchPositionsRows) {
+  // Without a split batch, one device's statistics; with one, DataParallel's (per-replica
+  // statistics, moving averages the rows-weighted mean of the replicas').
+  const MeshRun one_device = train_three_layer_mlp(nullptr, "adam", /*batch_norm=*/true);
+  const MeshRun data_parallel =
+      train_three_layer_mlp(std::make_shared<dist::DataParallel>(mesh_devices(2)), "adam", /*batch_norm=*/true);
+  for (auto [batch, model] : {std::pair{1, 2}, {2, 2}}) {
+    SCOPED_TRACE(::testing::Message() << "mesh (" << batch << ", " << model << ")");
+    const MeshRun run = train_three_layer_mlp(std::make_shared<dist::ModelParallel>(megatron_layouts(mesh(batch, model))),
+                                              "adam", /*batch_norm=*/true);
+    const MeshRun& reference = batch == 1 ? one_device : data_parallel;
     EXPECT_LE(testing::max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
   }
 }
@@ -195,8 +213,8 @@ TEST_F(ModelParallelTest, OptimizerStateSplitOverTheBatchAxisMatchesOneDevice) {
   const MeshRun split_state = train_three_layer_mlp(
       std::make_shared<dist::ModelParallel>(layouts, dist::ModelParallelOptions{.shard_optimizer_state = true}));
   EXPECT_LE(testing::max_relative_difference(split_state.model->weights(), reference.model->weights()), 1e-5);
-  // d1's kernel (16, 32) and bias (32,) keep half their Adam slots on each device; d3's
-  // bias (3,) does not divide over 2 and keeps whole ones.
+  // d1's kernel (16, 32) and bias (32,) keep half their two Adam slots on each device;
+  // d3's bias (3,) does not divide over 2 and keeps whole ones.
   const int64_t saved = 2 * 4 * (16 * 32 + 32) / 2;
   for (int d = 0; d < 4; ++d) {
     EXPECT_EQ(bytes_on_device(*split_state.model, d), bytes_on_device(*whole_state.model, d) - saved) << d;

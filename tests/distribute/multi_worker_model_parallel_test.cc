@@ -59,6 +59,30 @@ json fit_sharded_mlp_scenario(ScenarioRun& run, bool mismatch) {
   return out;
 }
 
+// An MLP with BatchNormalization, whose statistics are each batch position's: multi-worker
+// on (1, 2) meshes, alone with DataParallel over 2 devices (the same rows per replica).
+json fit_batch_norm_scenario(ScenarioRun& run) {
+  layers::set_random_seed(3);
+  Tensor x = layers::Input({4});
+  Tensor h = layers::Dense(8, {.activation = "relu", .name = "d1"})(x);
+  h = layers::BatchNormalization()(h);
+  models::Model model(x, layers::Dense(3, {.name = "d2"})(h));
+  const auto options = testing::mlp_compile_options(optimizers::SGD({.learning_rate = 0.1}));
+  if (run.multi_worker()) {
+    compile_sharded(run, model, options, {{"d1/kernel", {std::nullopt, "model"}}, {"d1/bias", {"model"}}});
+  } else {
+    distribute::set_cpu_devices(2);
+    auto scope = distribution::DataParallel(std::vector<Device>{Device::cpu(0), Device::cpu(1)}).scope();
+    model.compile(options);
+  }
+  auto train = testing::separable_blobs(96, 3);
+  models::History history = model.fit(train.x, train.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
+  json out = testing::outcome(model, history);
+  out["world_size"] = run.world_size();  // alone: one process, though over 2 replicas
+  if (!run.multi_worker()) distribute::set_cpu_devices(0);
+  return out;
+}
+
 // The two-tower model with both tables split by rows.
 json fit_sharded_two_tower_scenario(ScenarioRun& run) {
   layers::set_random_seed(11);
@@ -92,11 +116,12 @@ json fit_sharded_transformer_scenario(ScenarioRun& run) {
     {"sharded_mlp", [](ScenarioRun& run) { return fit_sharded_mlp_scenario(run, false); }},
     {"sharded_mlp_mismatch", [](ScenarioRun& run) { return fit_sharded_mlp_scenario(run, true); }},
     {"sharded_two_tower", fit_sharded_two_tower_scenario},
+    {"sharded_batch_norm", fit_batch_norm_scenario},
     {"sharded_transformer", fit_sharded_transformer_scenario},
 });
 
 TEST_F(MultiWorkerTest, ModelParallelOnTwoWorkersOfTwoDevicesMatchesOneDevice) {
-  for (const char* scenario : {"sharded_mlp", "sharded_two_tower", "sharded_transformer"}) {
+  for (const char* scenario : {"sharded_mlp", "sharded_two_tower", "sharded_transformer", "sharded_batch_norm"}) {
     SCOPED_TRACE(scenario);
     const json reference = run_alone(scenario);
     EXPECT_EQ(run_job(scenario, 2, /*devices=*/2), (std::vector<int>{0, 0}));
