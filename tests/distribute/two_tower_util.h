@@ -1,5 +1,5 @@
-// The two-tower model and ratings that the data-parallel and multi-worker tests train,
-// and the weight comparison they share.
+// The two-tower model and ratings that the data-parallel, model-parallel and multi-worker
+// tests train, and the weight and history comparisons they share.
 #pragma once
 
 #include <algorithm>
@@ -44,28 +44,26 @@ inline data::Dataset two_tower_ratings(int64_t n, int64_t users_count = 30, int6
   return data::Dataset::from_tensor_slices(Tree::list({users, Tree{{"movie_id", movies}, {"rating", ratings}}}));
 }
 
-// The largest |x - y| / max(|x|, |y|, 1e-3) over matching float32 variables; +inf, and
-// a test failure, when the lists or two matching variables differ in size.
+// models::max_relative_difference, with a mismatch of the lists a test failure (and +inf).
 inline double max_relative_difference(const std::vector<autograd::Variable>& a,
                                       const std::vector<autograd::Variable>& b) {
-  if (a.size() != b.size()) {
-    ADD_FAILURE() << "max_relative_difference: " << a.size() << " variables against " << b.size();
+  try {
+    return models::max_relative_difference(a, b);
+  } catch (const ValueError& e) {
+    ADD_FAILURE() << e.what();
     return std::numeric_limits<double>::infinity();
   }
-  double worst = 0;
-  for (size_t k = 0; k < a.size(); ++k) {
-    const auto x = a[k].value().to_vector<float>(), y = b[k].value().to_vector<float>();
-    if (x.size() != y.size()) {
-      ADD_FAILURE() << "max_relative_difference: " << a[k].path() << " has " << x.size() << " values, "
-                    << b[k].path() << " " << y.size();
-      return std::numeric_limits<double>::infinity();
-    }
-    for (size_t i = 0; i < x.size(); ++i) {
-      const double scale = std::max({std::abs(static_cast<double>(x[i])), std::abs(static_cast<double>(y[i])), 1e-3});
-      worst = std::max(worst, std::abs(static_cast<double>(x[i]) - y[i]) / scale);
-    }
+}
+
+// The reported loss and accuracy of every epoch agree to 1e-6 (the global batch's: an exact
+// merge of the replicas' metric states).
+inline void expect_same_history(const models::History& got, const models::History& want) {
+  for (const char* key : {"loss", "sparse_categorical_accuracy"}) {
+    const auto& have = got.history.at(key);
+    const auto& expected = want.history.at(key);
+    ASSERT_EQ(have.size(), expected.size()) << key;
+    for (size_t e = 0; e < have.size(); ++e) EXPECT_NEAR(have[e], expected[e], 1e-6) << key << " epoch " << e;
   }
-  return worst;
 }
 
 }  // namespace chorus::testing
