@@ -259,7 +259,7 @@ void Model::merge_worker_metrics() {
 
 Logs Model::run_train_step(const WorkerInput::Step& input, bool merge_workers) {
   distribute::StepRunner* runner = replica_runner();
-  if (!memory_checked_ && dynamic_cast<distribute::MeshRunner*>(runner) == nullptr) {
+  if (!memory_checked_ && dynamic_cast<distribute::MeshRunner*>(runner) == nullptr && device_memory_limit()) {
     // Every device holds the whole state: build it now to count it (place_on_mesh checks
     // the shards of a mesh).
     if (!built()) build_on_first_row(input.batch);

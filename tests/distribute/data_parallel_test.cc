@@ -422,7 +422,7 @@ TEST(MaxRelativeDifferenceTest, ListsOrVariablesOfDifferentSizesFailTheCompariso
   EXPECT_NONFATAL_FAILURE(testing::max_relative_difference(dp_zero_variables(2, 3), dp_zero_variables(1, 3)),
                           "max_relative_difference: 2 variables against 1");
   EXPECT_NONFATAL_FAILURE(testing::max_relative_difference(dp_zero_variables(1, 3), dp_zero_variables(1, 4)),
-                          "v0 has 3 values, v0 4");
+                          "max_relative_difference: 'v0' has shape (3,), 'v0' (4,)");
   EXPECT_EQ(testing::max_relative_difference(dp_zero_variables(2, 3), dp_zero_variables(2, 3)), 0.0);
 }
 
