@@ -20,7 +20,7 @@ class StepRunner {
   // The multi-worker job, or nullptr for this process alone.
   virtual WorkerGroup* workers() const = 0;
   // Runs step(replica, begin, end) on the replicas with their rows [begin, end) of the
-  // batch and returns how many replicas ran (0 .. n-1). See ReplicaRunner::run.
+  // batch and returns how many replicas ran (1 .. num_replicas()). See ReplicaRunner::run.
   virtual int run(int64_t global_rows, std::optional<int64_t> own_rows, bool training,
                   const std::function<void(int replica, int64_t begin, int64_t end)>& step) = 0;
   // How many slices each worker's share of a batch is cut into (one per replica, or one
