@@ -51,9 +51,10 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
       if (!grad.defined()) continue;
       const Tensor& value = variables[i].value();
       if (value.impl()->sharding != nullptr && grad.impl()->sharding == nullptr && grad.shape() != value.shape()) {
-        grad = own_block(grad, *value.impl()->sharding);  // a whole gradient (a step without rows)
+        const Sharding& layout = *value.impl()->sharding;  // a whole gradient (a step without rows)
+        grad = ops::sharded::shard(grad, layout.axis, layout.dim);
       }
-      if (global_rows() > local_rows()) {  // other positions of the batch axis, here or on other workers
+      if (runner_.batch_positions() > 1) {  // the same test on every device, rows or not
         grad = grad * scale();
         all_reduce(grad, batch);
       }
@@ -129,11 +130,6 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
   float scale() const {
     return global_rows() > 0 ? static_cast<float>(static_cast<double>(local_rows()) / global_rows()) : 0.0F;
   }
-  // This device's block of a whole tensor laid out as `sharding`.
-  Tensor own_block(const Tensor& whole, const Sharding& sharding) const {
-    std::vector<Tensor> blocks = ops::split(whole, axis_size(sharding.axis), sharding.dim);
-    return sharded_tensor(blocks[static_cast<size_t>(axis_index(sharding.axis))].clone(), sharding);
-  }
 
   MeshRunner& runner_;
   int device_;
@@ -185,6 +181,8 @@ void MeshRunner::make_communicators() {
   }
   comms_broken_ = false;
 }
+
+int MeshRunner::batch_positions() const { return batch_size_ * (workers_ != nullptr ? workers_->size() : 1); }
 
 bool MeshRunner::reports(int replica) const {
   const std::vector<int>& coords = coordinates_[static_cast<size_t>(replica)];
@@ -261,7 +259,7 @@ int MeshRunner::run(int64_t global_rows, std::optional<int64_t> own_rows, bool /
   const int batch = distribution_->batch_axis();
   // Every worker's batch-axis positions in turn: worker w's position b is w * batch_size_ + b.
   const int first = workers_ != nullptr ? workers_->rank() * batch_size_ : 0;
-  const auto slices = ReplicaRunner::split(global_rows, batch_size_ * (workers_ != nullptr ? workers_->size() : 1));
+  const auto slices = ReplicaRunner::split(global_rows, batch_positions());
   static std::atomic<uint64_t> next_step_id{0};
   const uint64_t step_id = next_step_id.fetch_add(1);
   ++steps_;

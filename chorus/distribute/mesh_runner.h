@@ -32,6 +32,8 @@ class MeshRunner : public StepRunner {
   int num_replicas() const override { return pool_->size(); }
   WorkerGroup* workers() const override { return workers_.get(); }
   int row_slices() const override { return batch_size_; }
+  // Positions along the batch axis over the whole job.
+  int batch_positions() const;
   int run(int64_t global_rows, std::optional<int64_t> own_rows, bool training,
           const std::function<void(int replica, int64_t begin, int64_t end)>& step) override;
   // Only the first device along every axis but the batch axis reports.

@@ -100,29 +100,22 @@ void Model::place_on_mesh(distribute::MeshRunner& runner, const Tree& batch) {
   for (const Variable& v : weights()) placements.emplace_back(v, dist.placement(v));  // checks every layout first
   if (compiled()) {
     optimizer().build(trainable_weights());
-    // A slot ("optimizer/<variable path>/<slot>") follows its variable's layout; with
-    // shard_optimizer_state, a replicated variable's slots are split over the batch axis.
+    // A slot follows its variable's layout; with shard_optimizer_state, a replicated
+    // variable's slots are split over the batch axis.
     const int batch = dist.batch_axis();
     const int64_t batch_size = dist.device_mesh().shape()[static_cast<size_t>(batch)];
     const size_t model_variables = placements.size();
-    for (const Variable& slot : optimizer().variables()) {
-      distribution::VariablePlacement placement;
-      for (size_t k = 0; k < model_variables; ++k) {
-        const auto& [v, p] = placements[k];
-        const std::string prefix = "optimizer/" + v.path() + "/";
-        if (!slot.path().starts_with(prefix) || slot.path().find('/', prefix.size()) != std::string::npos ||
-            slot.shape() != v.shape()) {
-          continue;
-        }
-        placement = p;
-        if (!p.axis && dist.options().shard_optimizer_state && batch_size > 1 && v.shape().rank() > 0 &&
-            v.shape()[0] % batch_size == 0) {
-          placement = distribution::VariablePlacement{batch, 0};
-          runner.update_by_rows(v);
-        }
+    for (size_t k = 0; k < model_variables; ++k) {
+      const auto [v, p] = placements[k];
+      distribution::VariablePlacement placement = p;
+      if (!p.axis && dist.options().shard_optimizer_state && batch_size > 1 && v.shape().rank() > 0 &&
+          v.shape()[0] % batch_size == 0 && !optimizer().slots_of(v).empty()) {
+        placement = distribution::VariablePlacement{batch, 0};
+        runner.update_by_rows(v);
       }
-      placements.emplace_back(slot, placement);
+      for (const Variable& slot : optimizer().slots_of(v)) placements.emplace_back(slot, placement);
     }
+    placements.emplace_back(optimizer().variables()[0], distribution::VariablePlacement{});  // iterations
   }
   for (const auto& [v, p] : placements) runner.place(v, p);
   placed_on_mesh_ = true;

@@ -1,9 +1,8 @@
 #include "chorus/models/state_bytes.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
+#include "chorus/core/env.h"
 #include "chorus/core/sharding.h"
 
 namespace chorus::models {
@@ -39,28 +38,7 @@ StateBytes state_bytes(const Model& model) {
 }
 
 std::optional<int64_t> device_memory_limit() {
-  const char* text = std::getenv("CHORUS_DEVICE_MEMORY_LIMIT");
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  const std::string value(text);
-  size_t used = 0;
-  long long number = -1;
-  try {
-    number = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  int64_t scale = 1;
-  if (used + 1 == value.size()) {
-    const char unit = value.back();
-    scale = unit == 'K' ? 1LL << 10 : unit == 'M' ? 1LL << 20 : unit == 'G' ? 1LL << 30 : 0;
-    used += scale != 0 ? 1 : 0;
-  }
-  if (used == 0 || used != value.size() || number <= 0) {
-    throw_error<ValueError>("CHORUS_DEVICE_MEMORY_LIMIT: expected a positive number of bytes (optionally with a K, M "
-                            "or G suffix), got '{}'",
-                            value);
-  }
-  return static_cast<int64_t>(number) * scale;
+  return env_integer("CHORUS_DEVICE_MEMORY_LIMIT", "a positive number of bytes", 1);
 }
 
 void check_device_memory(const Model& model) {

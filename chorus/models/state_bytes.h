@@ -22,9 +22,8 @@ struct StateBytes {
 // The model's weights and, when compiled and built, its optimizer's variables.
 StateBytes state_bytes(const Model& model);
 
-// $CHORUS_DEVICE_MEMORY_LIMIT: bytes each device may hold (an integer, optionally with a
-// K, M or G suffix for powers of 1024), or nullopt when unset. Throws ValueError for a
-// malformed value.
+// $CHORUS_DEVICE_MEMORY_LIMIT: bytes each device may hold, or nullopt when unset. Throws
+// ValueError for anything but a positive integer.
 std::optional<int64_t> device_memory_limit();
 
 // Throws ResourceExhaustedError naming the device, the bytes and the limit when the

@@ -130,6 +130,13 @@ Variable Optimizer::add_slot(const Variable& variable, const std::string& slot, 
   return v;
 }
 
+std::vector<Variable> Optimizer::slots_of(const Variable& variable) const {
+  for (size_t i = 0; i < built_variables_.size(); ++i) {
+    if (built_variables_[i].value().same(variable.value())) return slots_[i];
+  }
+  return {};
+}
+
 int64_t Optimizer::iterations() const { return iterations_.value().data<int64_t>()[0]; }
 
 double Optimizer::learning_rate() const { return learning_rate_.at(iterations()); }

@@ -67,6 +67,8 @@ class Optimizer {
   void apply_gradients(std::span<const Tensor> grads, std::span<const Variable> variables,
                        std::span<const autograd::IndexedSlices> sparse);
 
+  // The slots build() made for `variable` (empty when it is not one of the built variables).
+  std::vector<Variable> slots_of(const Variable& variable) const;
   // The number of steps taken (Keras's `iterations`).
   int64_t iterations() const;
   // The learning rate the next step uses (the schedule's value at iterations()).
