@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "chorus/core/creation.h"
 #include "chorus/core/sharding.h"
 
 namespace chorus::autograd {
@@ -74,6 +75,45 @@ std::string Variable::name() const {
   const std::string& p = path();
   const size_t slash = p.rfind('/');
   return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+namespace {
+
+// Rows [begin, begin + rows) of `whole`, zeros past its end.
+Tensor rows_of(const Tensor& whole, int64_t begin, int64_t rows) {
+  Shape block_shape = whole.shape();
+  block_shape[0] = rows;
+  Tensor block = zeros(block_shape, whole.dtype());
+  const int64_t kept = std::min(rows, whole.dim(0) - begin);
+  block.first_axis_slice(0, kept).copy_from(whole.first_axis_slice(begin, begin + kept));
+  return block;
+}
+
+}  // namespace
+
+void Variable::keep_rows(int64_t begin, int64_t rows) const {
+  const Tensor whole = value();
+  if (whole.rank() == 0 || begin < 0 || begin >= whole.dim(0) || rows <= 0) {
+    throw_error<ValueError>("Variable '{}': cannot keep rows [{}, {}) of a value of shape {}", path(), begin,
+                            begin + rows, whole.shape().to_string());
+  }
+  Tensor block = rows_of(whole, begin, rows);
+  block.impl()->autograd.trainable = whole.impl()->autograd.trainable;
+  impl_->row_shard = RowShard{begin, whole.shape()};
+  impl_->value = std::move(block);
+}
+
+void Variable::assign_whole(const Tensor& whole) const {
+  const auto& shard = impl().row_shard;
+  if (!shard) {
+    assign(whole);
+    return;
+  }
+  if (whole.shape() != shard->whole_shape) {
+    throw_error<ShapeError>("Variable '{}': cannot assign a value of shape {} to a variable of shape {}", path(),
+                            whole.shape().to_string(), shard->whole_shape.to_string());
+  }
+  assign(rows_of(whole, shard->begin, shape()[0]));
 }
 
 void Variable::assign(const Tensor& new_value) const {

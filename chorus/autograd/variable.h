@@ -6,12 +6,22 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "chorus/core/tensor.h"
 
 namespace chorus::autograd {
+
+// Which rows of a whole value a worker keeps when a variable is split by rows across the
+// workers of a job (DistributedEmbedding's tables and their optimizer slots): rows
+// [begin, begin + the variable's own rows) of `whole_shape`, the block past the whole's
+// last row (the last worker's padding) zero.
+struct RowShard {
+  int64_t begin = 0;
+  Shape whole_shape;
+};
 
 class Variable {
  public:
@@ -60,6 +70,26 @@ class Variable {
   bool sparse_gradients() const { return impl().sparse_gradients; }
   void set_sparse_gradients(bool sparse) const { impl_->sparse_gradients = sparse; }
 
+  // Whether data parallelism across workers splits the variable by rows (a
+  // DistributedEmbedding table): each worker then keeps one block (keep_rows).
+  bool splits_rows_across_workers() const { return impl().split_rows; }
+  void set_splits_rows_across_workers(bool split) const { impl_->split_rows = split; }
+  // Multi-worker row sharding: keeps rows [begin, begin + rows) of the value from now on
+  // (zeros past its end) and remembers the whole shape. Throws ValueError for a variable of
+  // rank 0 or a block that starts outside it.
+  void keep_rows(int64_t begin, int64_t rows) const;
+  // The shape of the whole value: the variable's own shape unless it is row-sharded.
+  const Shape& whole_shape() const {
+    const auto& shard = impl().row_shard;
+    return shard ? shard->whole_shape : shape();
+  }
+  // assign() of a whole value (of whole_shape()): only the rows kept where row-sharded.
+  void assign_whole(const Tensor& whole) const;
+  // Marks a variable made with a row-sharded variable's shape (its optimizer slot).
+  void set_row_shard(const RowShard& shard) const { impl_->row_shard = shard; }
+  // Set where the variable holds only some rows of its whole value.
+  const std::optional<RowShard>& row_shard() const { return impl().row_shard; }
+
   // Overwrites the value in place (optimizer updates, loading weights). Throws
   // ShapeError / DTypeError naming the variable if `new_value` does not match.
   void assign(const Tensor& new_value) const;
@@ -72,6 +102,8 @@ class Variable {
     bool sparse_gradients = false;
     bool trainable = false;
     std::shared_ptr<DeviceValues> devices;
+    bool split_rows = false;
+    std::optional<RowShard> row_shard;
   };
   const Tensor& distributed_value() const;
   const Impl& impl() const {

@@ -115,11 +115,13 @@ void BackupAndRestore::backup() {
     for (size_t i = kBackupsKept; i < backups.size(); ++i) fs::remove_all(backups[i].second, ec);
   };
   if (workers_of(model()) != nullptr) {
-    on_chief(model(), [&] { write(take_backup_snapshot(model(), std::move(state))); });
+    // Every worker gathers the rows of the tables split across them; rank 0 writes.
+    const BackupSnapshot snapshot = take_backup_snapshot(model(), std::move(state), workers_of(model()));
+    on_chief(model(), [&] { write(snapshot); });
     return;
   }
   wait_for_pending();
-  auto snapshot = std::make_shared<const BackupSnapshot>(take_backup_snapshot(model(), std::move(state)));
+  auto snapshot = std::make_shared<const BackupSnapshot>(take_backup_snapshot(model(), std::move(state), nullptr));
   pending_ = std::async(std::launch::async, [write, snapshot] { write(*snapshot); });
 }
 

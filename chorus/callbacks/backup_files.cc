@@ -15,6 +15,7 @@
 #include "chorus/io/atomic_file.h"
 #include "chorus/io/safetensors.h"
 #include "chorus/models/model.h"
+#include "chorus/models/whole_values.h"
 
 namespace chorus::callbacks {
 namespace {
@@ -28,13 +29,6 @@ constexpr const char* kOptimizerFile = "optimizer.safetensors";
 constexpr const char* kCallbacksFile = "callbacks.safetensors";
 constexpr std::string_view kPrefix = "backup-";
 
-// Copies: training goes on updating the variables in place while the backup is written.
-io::NamedTensors named_variables(const std::vector<autograd::Variable>& variables) {
-  io::NamedTensors out;
-  for (const autograd::Variable& v : variables) out.emplace_back(v.path(), v.value().clone());
-  return out;
-}
-
 std::string describe(const std::string& path, const Shape& shape, DType dtype) {
   return fmt::format("{} {} {}", path, shape.to_string(), dtype_name(dtype));
 }
@@ -42,7 +36,7 @@ std::string describe(const std::string& path, const Shape& shape, DType dtype) {
 // What identifies the model a backup belongs to: each weight's path, shape and dtype.
 std::vector<std::string> signature(const models::Model& model) {
   std::vector<std::string> out;
-  for (const autograd::Variable& v : model.weights()) out.push_back(describe(v.path(), v.shape(), v.dtype()));
+  for (const autograd::Variable& v : model.weights()) out.push_back(describe(v.path(), v.whole_shape(), v.dtype()));
   return out;
 }
 
@@ -114,9 +108,11 @@ void write_plain_file(const fs::path& path, const std::string& bytes) {
 
 std::string backup_name(int64_t steps) { return fmt::format("{}{:012d}", kPrefix, steps); }
 
-BackupSnapshot take_backup_snapshot(const models::Model& model, models::FitState state) {
-  return {model.name(), signature(model), named_variables(model.weights()), named_variables(model.optimizer().variables()),
-          std::move(state)};
+BackupSnapshot take_backup_snapshot(const models::Model& model, models::FitState state,
+                                    distribute::WorkerGroup* workers) {
+  // Copies: training goes on updating the variables in place while the backup is written.
+  return {model.name(), signature(model), models::whole_values(model.weights(), workers, /*copy=*/true),
+          models::whole_values(model.optimizer().variables(), workers, /*copy=*/true), std::move(state)};
 }
 
 void write_backup(const fs::path& dir, const BackupSnapshot& snapshot) {

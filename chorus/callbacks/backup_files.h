@@ -13,6 +13,10 @@
 #include "chorus/io/safetensors.h"
 #include "chorus/models/fit_state.h"
 
+namespace chorus::distribute {
+class WorkerGroup;
+}
+
 namespace chorus::models {
 class Model;
 }
@@ -37,7 +41,8 @@ struct BackupSnapshot {
   io::NamedTensors weights, optimizer;
   models::FitState state;
 };
-BackupSnapshot take_backup_snapshot(const models::Model& model, models::FitState state);
+BackupSnapshot take_backup_snapshot(const models::Model& model, models::FitState state,
+                                    distribute::WorkerGroup* workers);
 
 // Writes `snapshot` as the backup `dir` (atomically: a crash leaves the old `dir` or
 // none). Throws IOError.

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "chorus/core/error.h"
 #include "chorus/core/tensor.h"
@@ -72,9 +74,19 @@ class Communicator {
   }
   virtual void barrier() { barrier_async()->wait(); }
 
+  // Personalised exchange of byte buffers (all-to-all-v): `send[r]` goes to participant r,
+  // and the result's block r is what participant r sent here; sizes may differ. Blocking.
+  // REQUIRES: send.size() == size(). The default builds it from all_gather (every block
+  // padded to the largest: correct on any backend, but each participant receives every
+  // block); Gloo overrides it with its alltoallv.
+  virtual std::vector<std::vector<std::byte>> all_to_all(const std::vector<std::vector<std::byte>>& send);
+
   // Fails every pending and future collective of the whole group with CollectiveError
   // carrying `reason` (a replica that threw calls it so the others do not wait forever).
   virtual void abort(const std::string& reason) = 0;
 };
+
+// Throws ValueError unless there is one buffer to send per participant.
+void check_all_to_all_send(const std::vector<std::vector<std::byte>>& send, int size);
 
 }  // namespace chorus::distribute

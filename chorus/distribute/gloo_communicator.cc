@@ -11,6 +11,8 @@
 #include <gloo/allgather_ring.h>
 #include <gloo/allreduce.h>
 #include <gloo/allreduce_ring.h>
+#include <gloo/alltoall.h>
+#include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/barrier_all_to_one.h>
 #include <gloo/broadcast.h>
@@ -454,6 +456,45 @@ void GlooCommunicator::reduce_scatter(Tensor input, Tensor output, ReduceOp op) 
   run_now("reduce_scatter", make_reduce_scatter(std::move(input), std::move(output), op));
 }
 void GlooCommunicator::barrier() { run_now("barrier", make_barrier()); }
+
+std::vector<std::vector<std::byte>> GlooCommunicator::all_to_all(const std::vector<std::vector<std::byte>>& send) {
+  check_all_to_all_send(send, size_);
+  std::vector<std::vector<std::byte>> received(send.size());
+  run_now("all_to_all", [&] {
+    if (size_ == 1) {
+      received[0] = send[0];
+      return;
+    }
+    std::vector<int64_t> out_sizes, in_sizes(send.size());
+    std::vector<uint8_t> out;
+    for (const auto& part : send) {
+      out_sizes.push_back(static_cast<int64_t>(part.size()));
+      const auto* bytes = reinterpret_cast<const uint8_t*>(part.data());
+      out.insert(out.end(), bytes, bytes + part.size());
+    }
+    gloo::AlltoallOptions counts(context_);
+    counts.setInput(out_sizes.data(), out_sizes.size());
+    counts.setOutput(in_sizes.data(), in_sizes.size());
+    counts.setTimeout(options_.timeout);
+    gloo::alltoall(counts);
+    int64_t total = 0;
+    for (const int64_t n : in_sizes) total += n;
+    std::vector<uint8_t> in(static_cast<size_t>(std::max<int64_t>(total, 1)));
+    out.resize(std::max<size_t>(out.size(), 1));  // Gloo wants a buffer even when nothing goes
+    gloo::AlltoallvOptions options(context_);
+    options.setInput(out.data(), out_sizes);
+    options.setOutput(in.data(), in_sizes);
+    options.setTimeout(options_.timeout);
+    gloo::alltoallv(options);
+    int64_t offset = 0;
+    for (size_t from = 0; from < received.size(); ++from) {
+      const auto* begin = reinterpret_cast<const std::byte*>(in.data() + offset);
+      received[from].assign(begin, begin + in_sizes[from]);
+      offset += in_sizes[from];
+    }
+  });
+  return received;
+}
 
 void GlooCommunicator::abort(const std::string& reason) {
   std::lock_guard lock(mutex_);

@@ -88,6 +88,8 @@ class GlooCommunicator : public Communicator {
   void all_gather(Tensor input, Tensor output) override;
   void reduce_scatter(Tensor input, Tensor output, ReduceOp op = ReduceOp::kSum) override;
   void barrier() override;
+  // Sizes by Gloo's alltoall, then the buffers by its alltoallv: each byte travels once.
+  std::vector<std::vector<std::byte>> all_to_all(const std::vector<std::vector<std::byte>>& send) override;
   void abort(const std::string& reason) override;
 
  private:

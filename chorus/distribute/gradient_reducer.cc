@@ -40,7 +40,8 @@ void GradientReducer::make_plan(std::span<const autograd::Variable> variables) {
     }
     const Shape& shape = v.shape();
     const int64_t numel = shape.numel();
-    if (v.sparse_gradients() && shape.rank() > 0 && shape[0] >= kRowExchangeMinRows) {  // exchanged as rows instead
+    // Exchanged as rows instead (a table split across workers always: its keepers update it).
+    if (v.row_shard() || (v.sparse_gradients() && shape.rank() > 0 && shape[0] >= kRowExchangeMinRows)) {
       slots_[k] = {v.value().impl(), numel, pieces_.size(), 0, {}};
       continue;
     }

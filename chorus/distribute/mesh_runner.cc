@@ -90,6 +90,14 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
     variable.assign(mean[0]);
   }
 
+  // Only data parallelism splits tables across workers (Model::sync_workers), so nothing
+  // under ModelParallel asks for an exchange of its own.
+  void run_once(const std::function<void()>& /*once*/) override {
+    throw_error<ValueError>("ModelParallel: exchanges across workers from inside a step are not supported; "
+                            "a DistributedEmbedding keeps its tables whole on each worker here");
+  }
+  Communicator* workers() const override { return nullptr; }
+
   // MeshContext
   int device() const override { return device_; }
   int axis_size(int axis) const override {

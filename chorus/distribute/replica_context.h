@@ -14,6 +14,8 @@
 
 namespace chorus::distribute {
 
+class Communicator;
+
 class ReplicaContext {
  public:
   virtual ~ReplicaContext() = default;
@@ -55,6 +57,15 @@ class ReplicaContext {
                                     std::span<const autograd::Variable> variables)>;
   virtual void apply_gradients(std::span<const Tensor> grads, std::span<const autograd::IndexedSlices> sparse,
                                std::span<const autograd::Variable> variables, const Update& update) = 0;
+
+  // For collectives across workers from inside a step (DistributedEmbedding's lookups):
+  // once every replica of this worker running the step has called it (each the same
+  // number of times, in the same order), runs `once` on replica 0 while the others wait,
+  // and returns on every replica after it has run. A throw from `once` reaches replica
+  // 0's caller and fails the others' wait with CollectiveError.
+  virtual void run_once(const std::function<void()>& once) = 0;
+  // The communicator across the workers of the job, or nullptr in one process.
+  virtual Communicator* workers() const = 0;
 
   // Assigns `value` to a non-trainable variable (BatchNormalization's moving statistics)
   // after the step: the replicas' values averaged, weighted by their rows.

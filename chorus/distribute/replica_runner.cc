@@ -62,7 +62,9 @@ class ReplicaRunner::Context final : public ReplicaContext {
       if (!reducer_.sparse(i)) continue;
       any_rows = true;
       const autograd::IndexedSlices none;
-      rows_[i] = scaled_rows(grads[i], i < sparse.size() ? sparse[i] : none, variables[i].shape(), scale());
+      const auto& shard = variables[i].row_shard();
+      rows_[i] = scaled_rows(grads[i], i < sparse.size() ? sparse[i] : none,
+                             shard ? shard->whole_shape : variables[i].shape(), scale());
     }
     if (any_rows) communicator_->barrier();
     // Every replica has finished its backward pass (the reductions needed all of them):
@@ -83,6 +85,20 @@ class ReplicaRunner::Context final : public ReplicaContext {
     }
     communicator_->barrier();
   }
+
+  void run_once(const std::function<void()>& once) override {
+    communicator_->barrier();
+    if (replica_id() == 0) {
+      try {
+        once();
+      } catch (...) {
+        communicator_->abort("replica 0 failed in an exchange across workers");
+        throw;
+      }
+    }
+    communicator_->barrier();
+  }
+  Communicator* workers() const override { return workers_; }
 
   void assign_mean(const autograd::Variable& variable, const Tensor& value) override {
     assigns_.emplace_back(variable, value);
@@ -114,7 +130,9 @@ class ReplicaRunner::Context final : public ReplicaContext {
         if (peer->rows_[i].defined()) parts.push_back(peer->rows_[i]);
       }
       if (!parts.empty()) gathered[i] = autograd::IndexedSlices::concatenate(parts);
-      if (workers_ != nullptr && workers_->size() > 1) {
+      if (const auto& shard = variables[i].row_shard()) {  // each worker updates the rows it keeps
+        gathered[i] = send_rows_to_keepers(gathered[i], shard->begin, variables[i].shape(), *workers_);
+      } else if (workers_ != nullptr && workers_->size() > 1) {
         gathered[i] = gather_across_workers(gathered[i], variables[i].shape(), *workers_);
       }
     }

@@ -4,6 +4,8 @@
 // tf.distribute all-gathers IndexedSlices). Stateless functions; thread-safe.
 #pragma once
 
+#include <span>
+
 #include "chorus/autograd/indexed_slices.h"
 #include "chorus/distribute/communicator.h"
 
@@ -21,5 +23,25 @@ autograd::IndexedSlices scaled_rows(const Tensor& dense, const autograd::Indexed
 // rows or more (row numbers travel as 32-bit integers).
 autograd::IndexedSlices gather_across_workers(const autograd::IndexedSlices& local, const Shape& shape,
                                               Communicator& workers);
+
+// Tables split by rows across workers (DistributedEmbedding): each of `workers` workers
+// keeps rows_per_worker(rows, workers) = ceil(rows / workers) rows, worker w rows
+// [w * that, (w + 1) * that) (the last one's block padded past the table's end).
+int64_t rows_per_worker(int64_t rows, int workers);
+
+// The rows `ids` (each in [0, the table's rows)) of a table split by rows across
+// `workers`, of which `block` (rows [begin, begin + block rows), float32) is this
+// worker's: each row is asked of its keeper (an all-to-all of ids), which answers with it
+// (an all-to-all of rows). Returns (ids.size(), row...) float32 in ids' order. Every
+// worker calls it, in the same order for the same tables.
+Tensor lookup_rows(const Tensor& block, int64_t begin, std::span<const int64_t> ids, Communicator& workers);
+
+// The rows of a table's gradient (`local`: this worker's, whole-table indices; undefined:
+// none) sent to the workers that keep them (one all-to-all). Returns, on every worker,
+// the rows of its block (`block_shape`, starting at whole-table row `begin`) from every
+// worker in rank order, indexed within the block: defined, perhaps with no rows. Every
+// worker calls it, in the same order for the same tables.
+autograd::IndexedSlices send_rows_to_keepers(const autograd::IndexedSlices& local, int64_t begin,
+                                             const Shape& block_shape, Communicator& workers);
 
 }  // namespace chorus::distribute

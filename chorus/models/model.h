@@ -16,6 +16,7 @@
 
 #include "chorus/core/shared.h"
 #include "chorus/data/dataset.h"
+#include "chorus/io/safetensors.h"
 #include "chorus/layers/layer.h"
 #include "chorus/losses/loss.h"
 #include "chorus/metrics/mean.h"
@@ -223,7 +224,9 @@ class Model : public layers::Layer {
   // start). Returns the state, or nullopt when not resuming.
   std::optional<FitState> apply_resume(FitProgress& progress, const WorkerInput& input);
   void set_metric_states(const std::vector<double>& states);
-  void save_files(const std::filesystem::path& path) const;
+  // save()'s files from the whole values (whole_values.h) of the weights and optimizer state.
+  void save_files(const std::filesystem::path& path, const io::NamedTensors& weights_tensors,
+                  const io::NamedTensors& optimizer_tensors) const;
   // One step on the calling thread, or split over the replicas of distribution_. In a
   // multi-worker job, `merge_workers` false leaves this step's metrics with this worker
   // (merge_worker_metrics() adds them later) and returns empty logs.
@@ -258,8 +261,9 @@ class Model : public layers::Layer {
   distribute::WorkerGroup* step_workers();
   // Multi-worker, once per compile: builds the model if needed, checks that every worker
   // has the same model and configuration, and copies rank 0's weights and optimizer
-  // state to all.
+  // state to all (but the rows of the tables split across the workers: each keeps its own).
   void sync_workers(const Tree& batch, int64_t global_rows);
+  void split_tables_across_workers(distribute::WorkerGroup& group);
 
   std::unique_ptr<FunctionalGraph> graph_;
   CompileOptions compile_options_;

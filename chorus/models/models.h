@@ -13,3 +13,4 @@
 #include "chorus/models/progbar_logger.h"
 #include "chorus/models/sequential.h"
 #include "chorus/models/state_bytes.h"
+#include "chorus/models/whole_values.h"

@@ -22,6 +22,7 @@
 #include "chorus/models/model.h"
 #include "chorus/models/state_bytes.h"
 #include "chorus/models/training_signature.h"
+#include "chorus/distribute/sparse_exchange.h"
 #include "chorus/models/worker_input.h"
 #include "chorus/ops/ops.h"
 
@@ -128,6 +129,19 @@ distribute::WorkerGroup* Model::step_workers() {
   return runner != nullptr ? runner->workers() : nullptr;
 }
 
+// Under data parallelism across workers, each worker keeps its block of rows of the tables
+// that ask to be split (DistributedEmbedding's), and of their optimizer slots if built.
+void Model::split_tables_across_workers(distribute::WorkerGroup& group) {
+  for (const Variable& v : weights()) {
+    if (!v.splits_rows_across_workers() || v.row_shard() || group.size() < 2) continue;
+    const int64_t rows = distribute::rows_per_worker(v.shape()[0], group.size());
+    v.keep_rows(group.rank() * rows, rows);
+    if (compiled() && optimizer().built()) {
+      for (const Variable& slot : optimizer().slots_of(v)) slot.keep_rows(group.rank() * rows, rows);
+    }
+  }
+}
+
 void Model::sync_workers(const Tree& batch, int64_t global_rows) {
   distribute::WorkerGroup* group = runner_->workers();
   if (workers_synced_ || group == nullptr) return;
@@ -137,6 +151,7 @@ void Model::sync_workers(const Tree& batch, int64_t global_rows) {
     const int64_t rows = std::min<int64_t>(batch_rows(batch, name()), 1);
     predict_step(batch.map([&](const Tensor& t) { return t.first_axis_slice(0, rows); }));
   }
+  if (dynamic_cast<const distribution::ModelParallel*>(distribution_.get()) == nullptr) split_tables_across_workers(*group);
   std::vector<Variable> variables = weights();
   std::vector<std::string> signature = training_signature(*this, global_rows);
   if (const auto* mesh = dynamic_cast<const distribution::ModelParallel*>(distribution_.get())) {
@@ -156,6 +171,8 @@ void Model::sync_workers(const Tree& batch, int64_t global_rows) {
     signature.push_back(fmt::format("optimizer state {} bytes", slots));
   }
   distribute::check_same_signature(group->store(), group->cluster(), signature, "model");
+  // Each worker made the tables it splits from the same seed stream and keeps its own rows.
+  std::erase_if(variables, [](const Variable& v) { return v.row_shard().has_value(); });
   broadcast_from_chief(variables, group->communicator());
   workers_synced_ = true;
 }

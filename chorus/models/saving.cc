@@ -19,6 +19,7 @@
 #include "chorus/layers/weight_budget.h"
 #include "chorus/models/functional_graph.h"
 #include "chorus/models/model.h"
+#include "chorus/models/whole_values.h"
 
 #include <functional>
 
@@ -36,12 +37,6 @@ constexpr const char* kStateFile = "state.json";
 constexpr const char* kModelFormat = "chorus.model";
 constexpr int kModelVersion = 1;  // the state.json version this build writes and reads
 
-io::NamedTensors named(const std::vector<Variable>& variables) {
-  io::NamedTensors out;
-  for (const Variable& v : variables) out.emplace_back(v.path(), v.value());
-  return out;
-}
-
 std::string describe(const Tensor& t) { return t.shape().to_string() + " " + std::string(dtype_name(t.dtype())); }
 
 // Assigns the tensors of `file` to `variables` by path, or throws ValueError listing
@@ -54,8 +49,9 @@ void assign_by_path(const std::vector<Variable>& variables, const io::NamedTenso
     auto it = by_name.find(v.path());
     if (it == by_name.end()) {
       missing.push_back(v.path());
-    } else if (it->second.shape() != v.shape() || it->second.dtype() != v.dtype()) {
-      mismatched.push_back(fmt::format("{} (file {}, {} {})", v.path(), describe(it->second), what, describe(v.value())));
+    } else if (it->second.shape() != v.whole_shape() || it->second.dtype() != v.dtype()) {
+      mismatched.push_back(fmt::format("{} (file {}, {} {})", v.path(), describe(it->second), what,
+                                       v.whole_shape().to_string() + " " + std::string(dtype_name(v.dtype()))));
     }
   }
   std::vector<std::string> unexpected;
@@ -69,7 +65,7 @@ void assign_by_path(const std::vector<Variable>& variables, const io::NamedTenso
     throw_error<ValueError>("{}: {} does not match: missing from the file: {}; unexpected in the file: {}; mismatched: {}",
                             file.string(), what, list(missing), list(unexpected), list(mismatched));
   }
-  for (const Variable& v : variables) v.assign(by_name.at(v.path()));
+  for (const Variable& v : variables) v.assign_whole(by_name.at(v.path()));
 }
 
 nlohmann::json read_json(const fs::path& path) {
@@ -124,6 +120,10 @@ void write_json(const fs::path& path, const nlohmann::json& json) { io::write_fi
 
 // In a multi-worker job only rank 0 writes; every rank returns once the files are
 // complete, so any of them may read them back (DESIGN.md §3).
+distribute::WorkerGroup* workers_of(const std::shared_ptr<distribution::Distribution>& distribution) {
+  return distribution ? distribution->workers().get() : nullptr;
+}
+
 void write_on_chief(const std::shared_ptr<distribution::Distribution>& distribution, const std::function<void()>& write) {
   const auto& group = distribution ? distribution->workers() : nullptr;
   if (group == nullptr) {
@@ -137,8 +137,9 @@ void write_on_chief(const std::shared_ptr<distribution::Distribution>& distribut
 
 void Model::save_weights(const fs::path& path) const {
   if (!built()) throw_error<ValueError>("{}: save_weights on a model that was never built", name());
+  const io::NamedTensors tensors = whole_values(weights(), workers_of(distribution_));
   write_on_chief(distribution_, [&] {
-    io::save_safetensors(path, named(weights()), {{"format", "chorus.weights"}, {"model", name()}});
+    io::save_safetensors(path, tensors, {{"format", "chorus.weights"}, {"model", name()}});
   });
 }
 
@@ -158,10 +159,15 @@ void Model::load_optimizer_state(const fs::path& path) {
 
 void Model::save(const fs::path& path) const {
   if (!built()) throw_error<ValueError>("{}: save on a model that was never built", name());
-  write_on_chief(distribution_, [&] { save_files(path); });
+  const bool with_optimizer = compiled() && optimizer_->built();
+  const io::NamedTensors weights_tensors = whole_values(weights(), workers_of(distribution_));
+  const io::NamedTensors optimizer_tensors =
+      with_optimizer ? whole_values(optimizer_->variables(), workers_of(distribution_)) : io::NamedTensors();
+  write_on_chief(distribution_, [&] { save_files(path, weights_tensors, optimizer_tensors); });
 }
 
-void Model::save_files(const fs::path& path) const {
+void Model::save_files(const fs::path& path, const io::NamedTensors& weights_tensors,
+                       const io::NamedTensors& optimizer_tensors) const {
   io::AtomicDirectory dir(path);
   nlohmann::json config = {{"class_name", class_name()}, {"config", get_config()}};
   if (compiled()) {
@@ -172,9 +178,9 @@ void Model::save_files(const fs::path& path) const {
                                 {"metrics", metrics}};
   }
   write_json(dir.staging() / "config.json", config);
-  io::save_safetensors(dir.staging() / kWeightsFile, named(weights()), {{"format", "chorus.weights"}});
+  io::save_safetensors(dir.staging() / kWeightsFile, weights_tensors, {{"format", "chorus.weights"}});
   if (compiled() && optimizer_->built()) {
-    io::save_safetensors(dir.staging() / kOptimizerFile, named(optimizer_->variables()), {{"format", "chorus.optimizer"}});
+    io::save_safetensors(dir.staging() / kOptimizerFile, optimizer_tensors, {{"format", "chorus.optimizer"}});
   }
   write_json(dir.staging() / kStateFile, saved_state(compiled() && optimizer_->built()));
   dir.commit();

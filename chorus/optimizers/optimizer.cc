@@ -125,6 +125,7 @@ Variable Optimizer::add_slot(const Variable& variable, const std::string& slot, 
   assert(!slots_.empty() && "add_slot is only called from build_slots");
   Variable v("optimizer/" + variable.path() + "/" + slot, full(variable.shape(), initial_value, variable.dtype()),
              /*trainable=*/false);
+  if (variable.row_shard()) v.set_row_shard(*variable.row_shard());  // the same rows as its variable
   slots_.back().push_back(v);
   all_slots_.push_back(v);
   return v;

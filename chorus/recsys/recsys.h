@@ -3,4 +3,5 @@
 #pragma once
 
 #include "chorus/recsys/brute_force_retrieval.h"
+#include "chorus/recsys/distributed_embedding.h"
 #include "chorus/recsys/retrieval_metrics.h"

@@ -186,6 +186,29 @@ TEST(LocalCommunicatorTest, AllGatherPlacesRankRsInputAtBlockR) {
   }
 }
 
+// Rank `from`'s message to rank `to`: its own length (0 included) and bytes.
+std::vector<std::byte> local_message(int from, int to) {
+  std::vector<std::byte> out(static_cast<size_t>((from * 3 + to * 5) % 11));
+  for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<std::byte>(from * 16 + to + static_cast<int>(k));
+  return out;
+}
+
+TEST(LocalCommunicatorTest, AllToAllDeliversEachRanksMessageToItsAddressee) {
+  for (int size = 1; size <= 4; ++size) {
+    Comms comms = make_local_communicators(size, kTestTimeout);
+    run_ranks(comms, [&](int r, Communicator& c) {
+      std::vector<std::vector<std::byte>> send;
+      for (int to = 0; to < size; ++to) send.push_back(local_message(r, to));
+      const auto received = c.all_to_all(send);
+      ASSERT_EQ(received.size(), static_cast<size_t>(size));
+      for (int from = 0; from < size; ++from) EXPECT_EQ(received[static_cast<size_t>(from)], local_message(from, r));
+    });
+  }
+  Comms comms = make_local_communicators(2, kTestTimeout);
+  EXPECT_THAT([&] { comms[0]->all_to_all({{}}); },
+              ThrowsMessage<ValueError>(HasSubstr("all_to_all: 1 buffers to send for a group of 2 participants")));
+}
+
 TEST(LocalCommunicatorTest, ReduceScatterGivesRankRBlockROfTheReduction) {
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin}) {
     for (int size = 1; size <= 4; ++size) {

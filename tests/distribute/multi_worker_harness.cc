@@ -98,11 +98,18 @@ json variable_values(const std::vector<autograd::Variable>& variables) {
 }
 
 json outcome(const models::Model& model, const models::History& history) {
-  json out;
-  out["weights"] = variable_values(model.weights());
-  if (model.compiled()) out["optimizer"] = variable_values(model.optimizer().variables());
-  for (const auto& [key, values] : history.history) out["history"][key] = values;
   const auto& distribution = model.distribution();
+  distribute::WorkerGroup* workers = distribution ? distribution->workers().get() : nullptr;
+  // Whole values: the tables a DistributedEmbedding splits are gathered from every worker.
+  const auto values = [&](const std::vector<autograd::Variable>& variables) {
+    json list = json::array();
+    for (const auto& [path, value] : models::whole_values(variables, workers)) list.push_back(value.to_vector<float>());
+    return list;
+  };
+  json out;
+  out["weights"] = values(model.weights());
+  if (model.compiled()) out["optimizer"] = values(model.optimizer().variables());
+  for (const auto& [key, values] : history.history) out["history"][key] = values;
   out["world_size"] = distribution && distribution->workers() ? distribution->workers()->size() : 1;
   return out;
 }

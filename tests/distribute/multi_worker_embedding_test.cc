@@ -1,0 +1,109 @@
+// DistributedEmbedding across worker processes (issue 21): each of 2 workers keeps half of
+// every table's rows and of their optimizer state, lookups and gradient rows travel by
+// all-to-all over Gloo, and fit, evaluate, predict and save end where one process on one
+// device does — with Adagrad and Adam, one or two devices per worker.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "chorus/chorus.h"
+#include "tests/distribute/multi_worker_harness.h"
+
+namespace chorus {
+namespace {
+
+using nlohmann::json;
+using testing::MultiWorkerTest;
+using testing::ScenarioRun;
+
+constexpr int64_t kUsers = 51;  // odd: the second worker's block ends in a padding row
+constexpr int64_t kMovies = 40;
+
+// The two-tower model on one DistributedEmbedding with a table per tower: the score is
+// the dot product of a user's and a movie's rows.
+class EmbeddingTwoTower : public models::Model {
+ public:
+  EmbeddingTwoTower()
+      : embedding_(add<recsys::DistributedEmbedding>(std::vector<recsys::FeatureConfig>{
+            {.name = "user_id", .table = table("user_table", kUsers)},
+            {.name = "movie_id", .table = table("movie_table", kMovies)}},
+            "embedding")) {}
+  Tree call(const Tree& x, bool) override {
+    Tree rows = (*embedding_)(x);
+    return ops::sum(rows["user_id"].tensor() * rows["movie_id"].tensor(), 1, true);
+  }
+  const recsys::DistributedEmbedding& embedding() const { return *embedding_; }
+
+ private:
+  static std::shared_ptr<recsys::TableConfig> table(const std::string& name, int64_t rows) {
+    return std::make_shared<recsys::TableConfig>(
+        recsys::TableConfig{.name = name, .vocabulary_size = rows, .embedding_dim = 8});
+  }
+  recsys::DistributedEmbedding* embedding_;
+};
+
+// n ({user_id, movie_id}, rating (1,)) rows, the same in every process; ids repeat within
+// a batch, so the keepers add up rows from both workers.
+data::Dataset embedding_ratings(int64_t n, uint64_t seed) {
+  Generator gen(seed);
+  Tensor users = Tensor::empty({n}, kInt64), movies = Tensor::empty({n}, kInt32);
+  for (int64_t i = 0; i < n; ++i) {
+    users.data<int64_t>()[i] = (i * 7 + static_cast<int64_t>(seed)) % kUsers;
+    movies.data<int32_t>()[i] = static_cast<int32_t>((i * 13) % kMovies);
+  }
+  return data::Dataset::from_tensor_slices(
+      Tree::list({Tree{{"user_id", users}, {"movie_id", movies}}, uniform(Shape{n, 1}, gen, 0, 1)}));
+}
+
+json fit_embedding_scenario(ScenarioRun& run, Shared<optimizers::Optimizer> optimizer) {
+  layers::set_random_seed(13);
+  EmbeddingTwoTower model;
+  run.compile(model, {.optimizer = std::move(optimizer), .loss = "mse"});
+  // 250 rows in batches of 32: the last batch (26 rows) splits unevenly.
+  models::History history = model.fit(embedding_ratings(250, 1).batch(32), {.epochs = 3, .verbose = 0});
+  json out = testing::outcome(model, history);
+  const data::Dataset test = embedding_ratings(70, 2).batch(16);
+  for (const auto& [key, value] : model.evaluate(test, {.verbose = 0})) out["evaluate"][key] = value;
+  out["predict"] = model.predict(test).tensor().to_vector<float>();
+  out["user_rows_kept"] = model.embedding().embeddings("user_table").shape()[0];
+  model.save(testing::scratch_dir() + "/saved");
+  return out;
+}
+
+[[maybe_unused]] const bool kEmbeddingScenariosRegistered = testing::register_scenarios({
+    {"embedding_adagrad", [](ScenarioRun& run) { return fit_embedding_scenario(run, optimizers::Adagrad(0.2)); }},
+    {"embedding_adam",
+     [](ScenarioRun& run) { return fit_embedding_scenario(run, optimizers::Adam({.learning_rate = 0.01})); }},
+});
+
+// The saved model's weights, loaded into a model on one device.
+std::vector<std::vector<float>> saved_weights(const std::string& dir) {
+  EmbeddingTwoTower model;
+  model.predict(embedding_ratings(4, 3).batch(4));  // builds it
+  model.load_weights(dir + "/saved");
+  std::vector<std::vector<float>> out;
+  for (const auto& v : model.weights()) out.push_back(v.value().to_vector<float>());
+  return out;
+}
+
+TEST_F(MultiWorkerTest, DistributedEmbeddingOnTwoWorkersMatchesOneDevice) {
+  for (const char* scenario : {"embedding_adagrad", "embedding_adam"}) {
+    for (int devices : {1, 2}) {
+      SCOPED_TRACE(std::string(scenario) + " with devices " + std::to_string(devices));
+      const json reference = run_alone(scenario);
+      EXPECT_EQ(reference["user_rows_kept"], kUsers);
+      EXPECT_EQ(run_job(scenario, 2, devices), (std::vector<int>{0, 0}));
+      expect_matches(reference, 2);
+      // Each worker kept half the rows (of 51: 26, the second's last one padding).
+      EXPECT_EQ(result(0)["user_rows_kept"], 26);
+      EXPECT_EQ(result(1)["user_rows_kept"], 26);
+      // Saving gathered whole tables: they load into one device's model.
+      const auto loaded = saved_weights(dir());
+      ASSERT_EQ(loaded.size(), result(0)["weights"].size());
+      for (size_t i = 0; i < loaded.size(); ++i) EXPECT_EQ(json(loaded[i]), result(0)["weights"][i]) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace chorus
