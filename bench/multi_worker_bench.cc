@@ -15,7 +15,13 @@
 //               (the optimizer's step count over the time outside validation), the spans
 //               the peer times, vs PyTorch DDP (gloo, 2 processes) from --torch-json
 //               (bench/run_multi_worker measures it just before).
-// Usage: multi_worker_bench [--data ML100K_DIR] [--torch-json FILE] [--repeats N]
+//   distributed_embedding  DistributedEmbedding (issue 21) on 2 workers, each keeping half
+//               of two 1M-row tables: embedding_torch.py's step (batch 1000 of random
+//               ids, Adagrad) per step vs PyTorch's sparse embeddings in one process
+//               (--embedding-torch-json; ratio = torch time / chorus time), the bytes of
+//               state per worker, and the retrieval tutorial on those tables (10 epochs).
+// Usage: multi_worker_bench [--data ML100K_DIR] [--torch-json FILE] [--embedding-torch-json FILE]
+//                           [--repeats N] [--only distributed_embedding]
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -244,10 +250,77 @@ json retrieval_role(const std::string& data_dir) {
           {"val_loss", history.history.at("val_loss").back()}};
 }
 
+// The retrieval tutorial's two towers as DistributedEmbedding tables of `rows` rows each,
+// split across the workers: the query tower in call, the candidate tower in the loss.
+class SplitTablesTwoTower : public models::Model {
+ public:
+  explicit SplitTablesTwoTower(int64_t rows)
+      : user_(add<recsys::DistributedEmbedding>(features("user_id", rows))),
+        movie_(add<recsys::DistributedEmbedding>(features("movie_id", rows))) {}
+  Tree call(const Tree& x, bool) override { return (*user_)(x); }
+  Tensor compute_loss(const Tree&, const Tree& y, const Tree& y_pred, const Tensor&) override {
+    Tensor scores = ops::sum(y_pred.tensor() * (*movie_)(y["movie_id"].tensor()), 1, true);
+    return losses::MeanSquaredError()(ops::expand_dims(y["rating"].tensor(), -1), scores);
+  }
+
+ private:
+  static std::vector<recsys::FeatureConfig> features(const std::string& name, int64_t rows) {
+    auto table = std::make_shared<recsys::TableConfig>(recsys::TableConfig{
+        .name = name + "_table", .vocabulary_size = rows, .embedding_dim = 32, .initializer = "uniform"});
+    return {{.name = name, .table = table}};
+  }
+  recsys::DistributedEmbedding* user_;
+  recsys::DistributedEmbedding* movie_;
+};
+
+// embedding_torch.py's step on 2 workers: batches of 1000 random (user, movie) ids out of
+// 1M-row tables, Adagrad(0.2); then the retrieval tutorial (MovieLens 100K) with both
+// tables grown to 1M rows, 10 epochs with validation every 5. Each worker keeps half of
+// each table and of its Adagrad accumulators.
+json distributed_embedding_role(const std::string& data_dir, int repeats) {
+  constexpr int64_t kRows = 1'000'000, kBatch = 1000;
+  distribution::initialize(distribute::discover_cluster());
+  layers::set_random_seed(42);
+  const auto compile = [](models::Model& model) {
+    auto scope = distribution::DataParallel(distribute::list_devices()).scope();
+    model.compile({.optimizer = optimizers::Adagrad(0.2)});
+  };
+  SplitTablesTwoTower model(kRows);
+  compile(model);
+  Generator gen(7);
+  const auto ids = [&] { return ops::cast(uniform(Shape{8 * kBatch}, gen, 0, kRows - 1), kInt32); };
+  const data::Dataset random_ids = data::Dataset::from_tensor_slices(
+      Tree::list({ids(), Tree{{"movie_id", ids()}, {"rating", uniform(Shape{8 * kBatch}, gen, 0, 1)}}})).batch(kBatch);
+  model.fit(random_ids, {.epochs = 2, .verbose = 0, .shuffle = false});  // warm-up
+  std::vector<double> step_s;
+  for (int r = 0; r < repeats; ++r) {
+    distribution::worker_group()->communicator().barrier();
+    const auto start = Clock::now();
+    model.fit(random_ids, {.epochs = 10, .verbose = 0, .shuffle = false});
+    step_s.push_back(since(start) / 80);
+  }
+  const models::StateBytes bytes = models::state_bytes(model);
+
+  const examples::RetrievalDatasets datasets = examples::get_retrieval_datasets(data_dir);
+  SplitTablesTwoTower tutorial(kRows);
+  compile(tutorial);
+  distribution::worker_group()->communicator().barrier();
+  const auto start = Clock::now();
+  models::History history = tutorial.fit(
+      datasets.train, {.epochs = 10, .verbose = 0, .validation_data = datasets.test, .validation_freq = 5});
+  return {{"random_ids_us_per_step", 1e6 * median_of(step_s)},
+          {"state_bytes_per_worker", bytes.per_device[0]},
+          {"state_bytes_whole", bytes.whole},
+          {"tutorial_wall_s", since(start)},
+          {"tutorial_steps", tutorial.optimizer().iterations()},
+          {"tutorial_loss", history.history.at("loss").back()},
+          {"tutorial_val_loss", history.history.at("val_loss").back()}};
+}
+
 // ---- the parent: starts the workers and reports --------------------------------------
 
 struct Args {
-  std::string data, torch_json;
+  std::string data, torch_json, embedding_torch_json, only;
   int repeats = 5;
 };
 
@@ -297,7 +370,27 @@ json run_role(const std::string& role, int count, bool job, const Args& args) {
   return record;
 }
 
+// DistributedEmbedding on 2 workers against PyTorch's sparse embeddings in one process
+// (embedding_torch.py's line for 1M rows, sparse, from --embedding-torch-json).
+json distributed_embedding_record(const Args& args) {
+  json record = {{"bench", "distributed_embedding"}, {"processes", 2}, {"rows", 1000000}, {"batch", 1000},
+                 {"chorus", run_role("distributed_embedding", 2, true, args)}};
+  std::ifstream in(args.embedding_torch_json);
+  for (std::string line; std::getline(in, line);) {
+    const json t = line.empty() ? json() : json::parse(line);
+    if (t.is_object() && t.at("rows") == 1000000 && t.at("sparse") == true) {
+      record["torch_sparse_us_per_step"] = t.at("us_per_step");
+      record["ratio"] = t.at("us_per_step").get<double>() / record["chorus"].at("random_ids_us_per_step").get<double>();
+    }
+  }
+  return record;
+}
+
 int parent(const Args& args) {
+  if (args.only == "distributed_embedding") {
+    emit(distributed_embedding_record(args));
+    return 0;
+  }
   json allreduce = run_role("allreduce", 2, true, args);
   emit({{"bench", "multi_worker_allreduce"}, {"processes", 2}, {"sizes", allreduce}});
 
@@ -321,6 +414,7 @@ int parent(const Args& args) {
         // The most that could hide: the buckets ready before backward ends.
         {"hideable_share", std::min(1.0, overlap.at("early_comm_s").get<double>() / comm)}});
 
+  if (!args.data.empty()) emit(distributed_embedding_record(args));
   if (!args.data.empty()) {
     json retrieval = run_role("retrieval", 2, true, args);
     json record = {{"bench", "multi_worker_retrieval"}, {"processes", 2}, {"chorus", retrieval}};
@@ -354,6 +448,8 @@ int main(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--data") args.data = argv[i + 1];
     else if (flag == "--torch-json") args.torch_json = argv[i + 1];
+    else if (flag == "--embedding-torch-json") args.embedding_torch_json = argv[i + 1];
+    else if (flag == "--only") args.only = argv[i + 1];
     else if (flag == "--repeats") args.repeats = std::stoi(argv[i + 1]);
   }
   const char* role = std::getenv("CHORUS_BENCH_ROLE");
@@ -363,6 +459,7 @@ int main(int argc, char** argv) {
   if (r == "allreduce") record = allreduce_role(args.repeats);
   else if (r == "overlap") record = overlap_role(args.repeats);
   else if (r == "overlap_alone") record = overlap_alone_role(args.repeats);
+  else if (r == "distributed_embedding") record = distributed_embedding_role(args.data, args.repeats);
   else record = retrieval_role(args.data);
   const char* rank = std::getenv("RANK");
   if (rank == nullptr || std::string(rank) == "0") std::ofstream(std::getenv("CHORUS_BENCH_OUT")) << record.dump();

@@ -8,23 +8,43 @@ namespace chorus::examples {
 namespace ch = chorus;
 namespace ml = datasets::movielens_100k;
 
+namespace {
+
+const autograd::Variable& table_of(const layers::Layer& tower, const std::string& feature) {
+  if (const auto* embedding = dynamic_cast<const layers::Embedding*>(&tower)) return embedding->embeddings();
+  return dynamic_cast<const recsys::DistributedEmbedding&>(tower).embeddings(feature + "_table");
+}
+
+}  // namespace
+
 RetrievalModel::RetrievalModel(int64_t num_users, int64_t num_candidates, int64_t embedding_dimension,
-                               bool retrieve_in_evaluation)
+                               bool retrieve_in_evaluation, bool distributed_embedding)
     : Model("RetrievalModel", ""),
       // Our query tower, simply an embedding table.
-      user_(add<layers::Embedding>(num_users, embedding_dimension)),
+      user_(add_tower("user_id", num_users, embedding_dimension, distributed_embedding)),
       // Our candidate tower, simply an embedding table.
-      movie_(add<layers::Embedding>(num_candidates, embedding_dimension)),
+      movie_(add_tower("movie_id", num_candidates, embedding_dimension, distributed_embedding)),
       // The layer that performs the retrieval.
       retrieval_(add<recsys::BruteForceRetrieval>(/*k=*/10, /*return_scores=*/false)),
       retrieve_in_evaluation_(retrieve_in_evaluation) {}
+
+layers::Layer* RetrievalModel::add_tower(const std::string& feature, int64_t rows, int64_t dim,
+                                         bool distributed_embedding) {
+  if (!distributed_embedding) return add<layers::Embedding>(rows, dim);
+  auto table = std::make_shared<recsys::TableConfig>(recsys::TableConfig{
+      .name = feature + "_table", .vocabulary_size = rows, .embedding_dim = dim, .initializer = "uniform"});
+  return add<recsys::DistributedEmbedding>(std::vector<recsys::FeatureConfig>{{.name = feature, .table = table}});
+}
+
+const autograd::Variable& RetrievalModel::user_table() const { return table_of(*user_, "user_id"); }
+const autograd::Variable& RetrievalModel::candidate_table() const { return table_of(*movie_, "movie_id"); }
 
 void RetrievalModel::build(const Tree& inputs) {
   user_->build_from(inputs);
   movie_->build_from(inputs);
   // In this case, the candidates are directly the movie embeddings: the retrieval
   // reads the table itself, so it always sees the trained weights.
-  retrieval_->set_candidate_embeddings(movie_->embeddings());
+  retrieval_->set_candidate_embeddings(candidate_table());
 }
 
 Tree RetrievalModel::call(const Tree& x, bool training) {
@@ -107,8 +127,17 @@ RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& o
   layers::set_random_seed(options.seed);  // the same initial weights every run
   RetrievalDatasets data = get_retrieval_datasets(dir, options.batch_size, options.seed);
 
-  RetrievalModel model(data.users_count + 1, data.movies_count + 1, /*embedding_dimension=*/32,
-                       options.retrieve_in_validation);
+  if (options.table_rows != 0 && options.table_rows < std::max(data.users_count, data.movies_count) + 1) {
+    throw_error<ValueError>("retrieval tutorial: table_rows {} is fewer than the data's ids need ({})",
+                            options.table_rows, std::max(data.users_count, data.movies_count) + 1);
+  }
+  if (options.distributed_embedding && options.retrieve_in_validation && cluster.multi_worker()) {
+    throw_error<ValueError>("retrieval tutorial: retrieve_in_validation would retrieve from one worker's rows of "
+                            "the movie table split by distributed_embedding");
+  }
+  RetrievalModel model(options.table_rows != 0 ? options.table_rows : data.users_count + 1,
+                       options.table_rows != 0 ? options.table_rows : data.movies_count + 1,
+                       /*embedding_dimension=*/32, options.retrieve_in_validation, options.distributed_embedding);
   model.compile({.optimizer = ch::optimizers::Adagrad(options.learning_rate)});
   RetrievalTutorialResult result;
   result.history = model.fit(data.train, {.epochs = options.epochs,
@@ -117,6 +146,7 @@ RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& o
                                           .validation_data = data.test,
                                           .validation_freq = options.validation_freq});
   save_final_weights(model, options.fault_tolerance);
+  result.movie_rows_kept = model.candidate_table().shape()[0];
 
   // Inference: the top 10 movie ids per sample user, mapped to titles.
   const ml::Movies movies = ml::load_movies(dir);
@@ -127,6 +157,10 @@ RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& o
   }
   // movie_id_to_movie_title[0] stays "": id 0 is not in the dataset.
   if (options.sample_users.empty()) return result;
+  if (model.candidate_table().row_shard()) {  // split across workers: retrieve from all of it
+    model.retrieval().update_candidates(
+        models::whole_values({model.candidate_table()}, distribution::worker_group().get())[0].second);
+  }
   const Tensor user_ids =
       from_values<int32_t>(options.sample_users, Shape{static_cast<int64_t>(options.sample_users.size())});
   const Tensor predictions = model.predict(user_ids)["predictions"].tensor();  // (users, 10) int32

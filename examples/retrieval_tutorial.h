@@ -29,8 +29,10 @@ namespace chorus::examples {
 // metrics, which may read them) asks for Keras's behaviour; val_loss is the same either way.
 class RetrievalModel : public models::Model {
  public:
+  // `distributed_embedding`: each tower is a DistributedEmbedding table (keras-rs), which
+  // a multi-worker job splits by rows across its workers; else a keras Embedding.
   RetrievalModel(int64_t num_users, int64_t num_candidates, int64_t embedding_dimension = 32,
-                 bool retrieve_in_evaluation = false);
+                 bool retrieve_in_evaluation = false, bool distributed_embedding = false);
 
   // x: (B,) user ids.
   Tree call(const Tree& x, bool training) override;
@@ -39,8 +41,9 @@ class RetrievalModel : public models::Model {
   // Keras's test_step, computing only the user embeddings the loss needs (see above).
   models::Logs test_step(const Tree& batch) override;
 
-  layers::Embedding& user_embedding() const { return *user_; }
-  layers::Embedding& candidate_embedding() const { return *movie_; }
+  // The towers' tables (num_users or num_candidates, dim): this worker's rows of a split one.
+  const autograd::Variable& user_table() const;
+  const autograd::Variable& candidate_table() const;
   recsys::BruteForceRetrieval& retrieval() const { return *retrieval_; }
 
  protected:
@@ -48,8 +51,11 @@ class RetrievalModel : public models::Model {
   void build(const Tree& inputs) override;
 
  private:
-  layers::Embedding* user_;
-  layers::Embedding* movie_;
+  // A tower: a keras Embedding, or a one-feature DistributedEmbedding initialised as one.
+  layers::Layer* add_tower(const std::string& feature, int64_t rows, int64_t dim, bool distributed_embedding);
+
+  layers::Layer* user_;
+  layers::Layer* movie_;
   recsys::BruteForceRetrieval* retrieval_;
   losses::MeanSquaredError loss_fn_;
   bool retrieve_in_evaluation_;
@@ -84,6 +90,14 @@ struct RetrievalTutorialOptions {
   // Validation computes the predictions too, as Keras's test_step does (same val_loss,
   // a slower run); see RetrievalModel.
   bool retrieve_in_validation = false;
+  // Rows of each table; 0: the data's users and movies (+1 for id 0). Larger tables hold
+  // ids the data never uses, as a catalogue grown to millions would.
+  int64_t table_rows = 0;
+  // The towers as DistributedEmbedding tables: a multi-worker job splits each by rows, every
+  // worker keeping its half (and its half of Adagrad's accumulators). The recommendations
+  // then retrieve from the whole movie table, gathered from the workers. Not with
+  // retrieve_in_validation across workers (which would retrieve from one worker's rows).
+  bool distributed_embedding = false;
   // Users to recommend for at the end: the tutorial's printed ones.
   std::vector<int32_t> sample_users = {793, 188, 865, 710, 721, 451, 228, 175};
   FaultToleranceOptions fault_tolerance;
@@ -97,6 +111,7 @@ struct Recommendations {
 struct RetrievalTutorialResult {
   models::History history;
   std::vector<Recommendations> recommendations;  // one per sample user, in order
+  int64_t movie_rows_kept = 0;  // this worker's rows of the movie table: all unless split
 };
 
 // Loads the data, builds and compiles the model (Adagrad(learning_rate)), fits it,

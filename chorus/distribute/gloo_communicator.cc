@@ -319,6 +319,25 @@ const float* GlooCommunicator::exchange(const float* data, int64_t count) {
   return inbox_.data();
 }
 
+bool GlooCommunicator::all_to_all_two(const std::vector<std::vector<std::byte>>& send,
+                                      std::vector<std::vector<std::byte>>& received) {
+  const auto other = static_cast<size_t>(1 - rank_);
+  // Sizes first (an int64 as two float words), then both buffers padded to the larger.
+  const auto outgoing = static_cast<int64_t>(send[other].size());
+  float size_words[2];
+  std::memcpy(size_words, &outgoing, sizeof(outgoing));
+  int64_t incoming = 0;
+  std::memcpy(&incoming, exchange(size_words, 2), sizeof(incoming));
+  const int64_t words = (std::max(outgoing, incoming) + 3) / 4;
+  if (words * 4 > options_.sync_exchange_max_bytes) return false;  // both ranks see the same sizes
+  std::vector<float> out(static_cast<size_t>(words));
+  if (outgoing > 0) std::memcpy(out.data(), send[other].data(), static_cast<size_t>(outgoing));
+  const auto* in = reinterpret_cast<const std::byte*>(words > 0 ? exchange(out.data(), words) : nullptr);
+  received[other].assign(in, in + incoming);
+  received[static_cast<size_t>(rank_)] = send[static_cast<size_t>(rank_)];
+  return true;
+}
+
 void GlooCommunicator::reduce_then_broadcast(float* data, int64_t count, ReduceOp op) {
   const size_t bytes = static_cast<size_t>(count) * sizeof(float);
   const auto slot = static_cast<int>(sync_context_->nextSlot());
@@ -465,6 +484,7 @@ std::vector<std::vector<std::byte>> GlooCommunicator::all_to_all(const std::vect
       received[0] = send[0];
       return;
     }
+    if (size_ == 2 && sync_context_ && all_to_all_two(send, received)) return;
     std::vector<int64_t> out_sizes, in_sizes(send.size());
     std::vector<uint8_t> out;
     for (const auto& part : send) {

@@ -108,6 +108,9 @@ class GlooCommunicator : public Communicator {
   // Two ranks in sync mode: sends `count` floats at `data` to the other rank and returns
   // the `count` floats it sent this one (in inbox_, valid until the next exchange).
   const float* exchange(const float* data, int64_t count);
+  // all_to_all of two ranks in sync mode: two exchanges (the sizes, then the buffers).
+  // False (nothing received) when the buffers exceed sync_exchange_max_bytes.
+  bool all_to_all_two(const std::vector<std::vector<std::byte>>& send, std::vector<std::vector<std::byte>>& received);
   bool sync_fits(int64_t message_bytes) const;
 
   // Queues `run` as collective `op` on the background thread.

@@ -135,22 +135,20 @@ void Model::split_tables_across_workers(distribute::WorkerGroup& group) {
   for (const Variable& v : weights()) {
     if (!v.splits_rows_across_workers() || v.row_shard() || group.size() < 2) continue;
     const int64_t rows = distribute::rows_per_worker(v.shape()[0], group.size());
-    v.keep_rows(group.rank() * rows, rows);
+    // Slots first: slots_of finds them by the variable's value, which keep_rows replaces.
     if (compiled() && optimizer().built()) {
       for (const Variable& slot : optimizer().slots_of(v)) slot.keep_rows(group.rank() * rows, rows);
     }
+    v.keep_rows(group.rank() * rows, rows);
   }
 }
 
 void Model::sync_workers(const Tree& batch, int64_t global_rows) {
   distribute::WorkerGroup* group = runner_->workers();
   if (workers_synced_ || group == nullptr) return;
-  if (!built()) {
-    // A subclassed model builds on its first call: run it on one row so that the
-    // check and the broadcast see its weights.
-    const int64_t rows = std::min<int64_t>(batch_rows(batch, name()), 1);
-    predict_step(batch.map([&](const Tensor& t) { return t.first_axis_slice(0, rows); }));
-  }
+  // A subclassed model builds on its first call (and compute_loss's layers on the first
+  // loss): run both on one row so that the check and the broadcast see every weight.
+  if (!built()) build_on_first_row(batch);
   if (dynamic_cast<const distribution::ModelParallel*>(distribution_.get()) == nullptr) split_tables_across_workers(*group);
   std::vector<Variable> variables = weights();
   std::vector<std::string> signature = training_signature(*this, global_rows);

@@ -28,10 +28,12 @@ StateBytes state_bytes(const Model& model) {
   out.per_device.assign(devices, 0);
   LocalShardScope blocks;  // a sharded value's nbytes() is its block's
   for (const Variable& v : variables) {
-    const auto whole = static_cast<int64_t>(v.shape().numel() * static_cast<int64_t>(dtype_size(v.dtype())));
+    const auto element = static_cast<int64_t>(dtype_size(v.dtype()));
+    const int64_t whole = v.whole_shape().numel() * element;
+    const int64_t held = v.shape().numel() * element;  // the worker's rows of a table split across workers
     out.whole += whole;
     for (size_t d = 0; d < devices; ++d) {
-      out.per_device[d] += v.distributed() ? static_cast<int64_t>(v.device_values()[d].nbytes()) : whole;
+      out.per_device[d] += v.distributed() ? static_cast<int64_t>(v.device_values()[d].nbytes()) : held;
     }
   }
   return out;

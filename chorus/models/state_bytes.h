@@ -14,7 +14,9 @@
 namespace chorus::models {
 
 struct StateBytes {
-  std::vector<int64_t> per_device;  // one entry per mesh device; one entry when not placed on a mesh
+  // One entry per mesh device; one entry when not placed on a mesh (this worker's bytes,
+  // its rows alone of the tables split across workers).
+  std::vector<int64_t> per_device;
   int64_t whole = 0;                // the same state held whole on one device
   int64_t largest() const;
 };

@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "chorus/chorus.h"
+#include "examples/retrieval_tutorial.h"
 #include "tests/distribute/multi_worker_harness.h"
+#include "tests/testing/shared_data.h"
 
 namespace chorus {
 namespace {
@@ -70,10 +72,30 @@ json fit_embedding_scenario(ScenarioRun& run, Shared<optimizers::Optimizer> opti
   return out;
 }
 
+// The retrieval tutorial with 1M-row user and movie tables as DistributedEmbedding towers.
+json split_tables_tutorial_scenario(ScenarioRun& /*run*/) {
+  auto dir = testing::shared_data_dir("ml-100k");
+  if (!dir) throw ValueError(testing::shared_data_missing("ml-100k"));
+  examples::RetrievalTutorialOptions options{.data_dir = *dir,
+                                             .epochs = 2,
+                                             .validation_freq = 1,
+                                             .verbose = 0,
+                                             .table_rows = 1'000'000,
+                                             .distributed_embedding = true,
+                                             .sample_users = {793, 188}};
+  const examples::RetrievalTutorialResult result = examples::run_retrieval_tutorial(options);
+  json out;
+  for (const auto& [key, values] : result.history.history) out["history"][key] = values;
+  for (const auto& recs : result.recommendations) out["recommendations"].push_back(recs.titles);
+  out["movie_rows_kept"] = result.movie_rows_kept;
+  return out;
+}
+
 [[maybe_unused]] const bool kEmbeddingScenariosRegistered = testing::register_scenarios({
     {"embedding_adagrad", [](ScenarioRun& run) { return fit_embedding_scenario(run, optimizers::Adagrad(0.2)); }},
     {"embedding_adam",
      [](ScenarioRun& run) { return fit_embedding_scenario(run, optimizers::Adam({.learning_rate = 0.01})); }},
+    {"split_tables_tutorial", split_tables_tutorial_scenario},
 });
 
 // The saved model's weights, loaded into a model on one device.
@@ -101,6 +123,29 @@ TEST_F(MultiWorkerTest, DistributedEmbeddingOnTwoWorkersMatchesOneDevice) {
       const auto loaded = saved_weights(dir());
       ASSERT_EQ(loaded.size(), result(0)["weights"].size());
       for (size_t i = 0; i < loaded.size(); ++i) EXPECT_EQ(json(loaded[i]), result(0)["weights"][i]) << i;
+    }
+  }
+}
+
+// The tutorial runs its own distribution (DataParallel over a job the launcher's
+// environment describes): with 1M-row tables, each of 2 workers keeps 500,000 movie rows,
+// and the losses and recommendations are one process's.
+TEST_F(MultiWorkerTest, RetrievalTutorialWithMillionRowTablesSplitOverTwoWorkers) {
+  if (!testing::shared_data_dir("ml-100k")) GTEST_SKIP() << testing::shared_data_missing("ml-100k");
+  const json reference = run_alone("split_tables_tutorial");
+  EXPECT_EQ(reference["movie_rows_kept"], 1'000'000);
+  EXPECT_EQ(run_job("split_tables_tutorial", 2), (std::vector<int>{0, 0}));
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + error(r));
+    const json got = result(r);
+    EXPECT_EQ(got["movie_rows_kept"], 500'000);
+    EXPECT_EQ(got["recommendations"], reference["recommendations"]);
+    ASSERT_EQ(got["history"].size(), reference["history"].size());
+    for (const auto& [key, values] : reference["history"].items()) {
+      ASSERT_EQ(got["history"][key].size(), values.size()) << key;
+      for (size_t e = 0; e < values.size(); ++e) {
+        EXPECT_NEAR(got["history"][key][e].get<double>(), values[e].get<double>(), 1e-6) << key << " " << e;
+      }
     }
   }
 }

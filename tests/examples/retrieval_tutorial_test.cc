@@ -31,8 +31,8 @@ TEST(RetrievalTutorialTest, ModelLossIsTheMseOfDotProductsAndPredictionsAreTopTe
   EXPECT_FALSE(train_out.contains("predictions"));  // no retrieval while training
   const Tensor loss = model.compute_loss(Tree(users), y, train_out);
 
-  const std::vector<float> u = model.user_embedding().embeddings().value().to_vector<float>();
-  const std::vector<float> m = model.candidate_embedding().embeddings().value().to_vector<float>();
+  const std::vector<float> u = model.user_table().value().to_vector<float>();
+  const std::vector<float> m = model.candidate_table().value().to_vector<float>();
   const std::vector<int> user_rows{1, 4, 2}, movie_rows{3, 11, 0};
   const std::vector<double> ratings{0.0, 0.5, 1.0};
   double expected = 0;
@@ -49,7 +49,7 @@ TEST(RetrievalTutorialTest, ModelLossIsTheMseOfDotProductsAndPredictionsAreTopTe
   EXPECT_EQ(predictions.shape(), (Shape{3, 10}));
   EXPECT_EQ(predictions.dtype(), kInt32);
   EXPECT_EQ(model.retrieval().candidate_embeddings().value().impl(),
-            model.candidate_embedding().embeddings().value().impl());
+            model.candidate_table().value().impl());
   // Row 0's first pick is the movie with the largest dot product with user 1.
   int best = 0;
   double best_score = -1e30;
@@ -104,8 +104,8 @@ TEST(RetrievalTutorialTest, FitWithSparseTableGradientsMatchesDenseStepsBitForBi
     EXPECT_EQ(std::memcmp(a[i].value().raw_data(), b[i].value().raw_data(), a[i].value().nbytes()), 0) << a[i].path();
   }
   // Rows no batch read are untouched.
-  EXPECT_EQ(fitted.user_embedding().embeddings().value().data<float>()[kUsers * 32 - 1],
-            by_hand.user_embedding().embeddings().value().data<float>()[kUsers * 32 - 1]);
+  EXPECT_EQ(fitted.user_table().value().data<float>()[kUsers * 32 - 1],
+            by_hand.user_table().value().data<float>()[kUsers * 32 - 1]);
 }
 
 TEST(RetrievalTutorialTest, EvaluationWithoutRetrievalGivesKerasValidationLoss) {

@@ -64,6 +64,11 @@ void add_train_command(CLI::App& app) {
   retrieval->add_option("--devices", retrieval_options->devices,
                         "Replicas (DataParallel); 1: no distribution, 0: every local device")
       ->check(CLI::NonNegativeNumber);
+  retrieval->add_option("--table-rows", retrieval_options->table_rows,
+                        "Rows of each embedding table (default: the data's ids)")
+      ->check(CLI::PositiveNumber);
+  retrieval->add_flag("--distributed-embedding", retrieval_options->distributed_embedding,
+                      "DistributedEmbedding towers: a multi-worker job splits each table by rows");
   add_fault_tolerance_options(retrieval, retrieval_options->fault_tolerance);
   retrieval->callback([retrieval_options] {
     examples::RetrievalTutorialResult result = examples::run_retrieval_tutorial(*retrieval_options);
