@@ -18,23 +18,9 @@ namespace {
 
 using nlohmann::json;
 using testing::MultiWorkerTest;
+using testing::JobCrash;
+using testing::JobCrasher;
 using testing::ScenarioRun;
-
-struct JobCrash : std::runtime_error {
-  JobCrash() : std::runtime_error("job crash") {}
-};
-
-// Throws JobCrash after `steps` training steps, on every rank alike.
-class JobCrasher : public models::Callback {
- public:
-  explicit JobCrasher(int64_t steps) : steps_(steps) {}
-  void on_train_batch_end(int64_t, const models::Logs&) override {
-    if (--steps_ == 0) throw JobCrash();
-  }
-
- private:
-  int64_t steps_;
-};
 
 // A dropout MLP trained 3 epochs with Adam on shuffled global batches of 16, backed up
 // every 3 steps; `crash_after` > 0 crashes it there first and starts it again; < 0

@@ -2,7 +2,10 @@
 // every table's rows and of their optimizer state, lookups and gradient rows travel by
 // all-to-all over Gloo, and fit, evaluate, predict and save end where one process on one
 // device does — with Adagrad and Adam, one or two devices per worker.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -72,6 +75,33 @@ json fit_embedding_scenario(ScenarioRun& run, Shared<optimizers::Optimizer> opti
   return out;
 }
 
+// The two towers (built first, as BackupAndRestore needs) with Adagrad, backed up every 3 steps; `crash_after` > 0 crashes the job
+// there first and starts it again; < 0 crashes it there and ends.
+json embedding_backup_scenario(ScenarioRun& run, int64_t crash_after) {
+  auto fit = [&](int64_t crash) {
+    layers::Layer::reset_names();
+    layers::set_random_seed(13);
+    EmbeddingTwoTower model;
+    model(Tree{{"user_id", from_values<int64_t>({0}, Shape{1})}, {"movie_id", from_values<int64_t>({0}, Shape{1})}});
+    run.compile(model, {.optimizer = optimizers::Adagrad(0.2), .loss = "mse"});
+    std::vector<Shared<models::Callback>> callbacks = {
+        callbacks::BackupAndRestore(testing::scratch_dir() + "/backup", {.save_freq = 3})};
+    if (crash > 0) callbacks.push_back(testing::JobCrasher(crash));
+    models::History history =
+        model.fit(embedding_ratings(250, 1).batch(32), {.epochs = 3, .verbose = 0, .callbacks = callbacks});
+    return testing::outcome(model, history);
+  };
+  if (crash_after < 0) return fit(-crash_after);
+  if (crash_after > 0) {
+    try {
+      fit(crash_after);
+      throw std::logic_error("the job did not crash");
+    } catch (const testing::JobCrash&) {
+    }
+  }
+  return fit(0);
+}
+
 // The retrieval tutorial with 1M-row user and movie tables as DistributedEmbedding towers.
 json split_tables_tutorial_scenario(ScenarioRun& /*run*/) {
   auto dir = testing::shared_data_dir("ml-100k");
@@ -96,6 +126,9 @@ json split_tables_tutorial_scenario(ScenarioRun& /*run*/) {
     {"embedding_adam",
      [](ScenarioRun& run) { return fit_embedding_scenario(run, optimizers::Adam({.learning_rate = 0.01})); }},
     {"split_tables_tutorial", split_tables_tutorial_scenario},
+    {"embedding_backup", [](ScenarioRun& run) { return embedding_backup_scenario(run, 0); }},
+    {"embedding_backup_crash_mid_epoch", [](ScenarioRun& run) { return embedding_backup_scenario(run, 11); }},
+    {"embedding_backup_crash_only", [](ScenarioRun& run) { return embedding_backup_scenario(run, -11); }},
 });
 
 // The saved model's weights, loaded into a model on one device.
@@ -125,6 +158,25 @@ TEST_F(MultiWorkerTest, DistributedEmbeddingOnTwoWorkersMatchesOneDevice) {
       for (size_t i = 0; i < loaded.size(); ++i) EXPECT_EQ(json(loaded[i]), result(0)["weights"][i]) << i;
     }
   }
+}
+
+// A backup holds whole tables: a job restarted after a crash ends as the uninterrupted one
+// bit for bit, and a backup of 2 workers resumes in one process (whole tables) and ends
+// where the 2 workers do.
+TEST_F(MultiWorkerTest, SplitTablesAreBackedUpWholeAndRestoreOnAnyWorkerCount) {
+  ASSERT_EQ(run_job("embedding_backup", 2), std::vector<int>(2, 0)) << error(0) << error(1);
+  const json uninterrupted = result(0);
+  ASSERT_EQ(run_job("embedding_backup_crash_mid_epoch", 2), std::vector<int>(2, 0)) << error(0) << error(1);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(result(rank)["weights"], uninterrupted["weights"]) << rank;
+    EXPECT_EQ(result(rank)["optimizer"], uninterrupted["optimizer"]) << rank;
+    EXPECT_EQ(result(rank)["history"], uninterrupted["history"]) << rank;
+  }
+  EXPECT_EQ(run_job("embedding_backup_crash_only", 2), std::vector<int>(2, 1));
+  EXPECT_THAT(error(0), ::testing::HasSubstr("job crash"));
+  const json resumed_alone = run_alone("embedding_backup");
+  EXPECT_LE(worst_relative_difference(uninterrupted["weights"], resumed_alone["weights"], "weights"), 1e-5);
+  EXPECT_LE(worst_relative_difference(uninterrupted["optimizer"], resumed_alone["optimizer"], "optimizer"), 1e-5);
 }
 
 // The tutorial runs its own distribution (DataParallel over a job the launcher's

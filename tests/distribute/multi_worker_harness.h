@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,23 @@ class ScenarioRun {
 
  private:
   std::optional<distribute::MultiWorkerMirroredStrategy> strategy_;
+};
+
+// What JobCrasher throws: the whole job dies at one step.
+struct JobCrash : std::runtime_error {
+  JobCrash() : std::runtime_error("job crash") {}
+};
+
+// Throws JobCrash after `steps` training steps, on every rank alike.
+class JobCrasher : public models::Callback {
+ public:
+  explicit JobCrasher(int64_t steps) : steps_(steps) {}
+  void on_train_batch_end(int64_t, const models::Logs&) override {
+    if (--steps_ == 0) throw JobCrash();
+  }
+
+ private:
+  int64_t steps_;
 };
 
 // A scenario returns what the test compares (see outcome()); a worker writes it to
