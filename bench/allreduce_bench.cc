@@ -24,11 +24,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kThreads = 2;
 constexpr int kRounds = 7;
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
 // Runs body(rank) `iters` times on each of kThreads threads started together; returns rank
 // 0's seconds per iteration.
 template <class Body>
@@ -79,7 +74,7 @@ void run_size(int64_t n) {
     ref_s.push_back(seconds_per_iter(iters, reference));
     comm_s.push_back(seconds_per_iter(iters, all_reduce));
   }
-  const double seconds = median(comm_s), ref = median(ref_s);
+  const double seconds = bench::median(comm_s), ref = bench::median(ref_s);
   const double bytes = static_cast<double>(n) * sizeof(float);
   bench::emit({{"bench", "allreduce"},
                {"backend", comms[0]->backend()},

@@ -36,18 +36,6 @@ Tensor unfused(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
   return ops::transpose(ops::matmul(ops::softmax(s, -1), vh), {0, 2, 1, 3});
 }
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
-template <class Fn>
-double sample_seconds(Fn& fn, int iters) {
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
-}
-
 void run_case(const Case& c, bool backward, int repeats) {
   Generator gen(3);
   const Tensor q = uniform({c.b, c.t, c.n, c.d}, gen, -1, 1), k = uniform({c.b, c.t, c.n, c.d}, gen, -1, 1),
@@ -79,16 +67,16 @@ void run_case(const Case& c, bool backward, int repeats) {
   std::vector<double> fs, us;
   for (int r = 0; r < repeats; ++r) {  // alternate so drift hits both equally
     if (r % 2 == 0) {
-      fs.push_back(sample_seconds(fused, iters));
-      us.push_back(sample_seconds(composed, iters));
+      fs.push_back(bench::sample_seconds(fused, iters));
+      us.push_back(bench::sample_seconds(composed, iters));
     } else {
-      us.push_back(sample_seconds(composed, iters));
-      fs.push_back(sample_seconds(fused, iters));
+      us.push_back(bench::sample_seconds(composed, iters));
+      fs.push_back(bench::sample_seconds(fused, iters));
     }
   }
   // Matmul flops: QK^T and PV forward; twice that again backward.
   const double flops = 4.0 * static_cast<double>(c.b * c.n * c.t * c.t * c.d) * (backward ? 3 : 1);
-  const double f = median(fs), u = median(us);
+  const double f = bench::median(fs), u = bench::median(us);
   bench::emit({{"bench", "attention"},
                {"shape", c.name},
                {"batch", c.b},

@@ -19,11 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-double median_of(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 // Steps/s of one epoch of the tutorial's fit, with a backup every `every` steps (0: none).
 double epoch_steps_per_second(const examples::MnistDatasets& data, int64_t every, const fs::path& backup_dir,
                               int64_t* steps) {
@@ -59,7 +54,7 @@ int main(int argc, char** argv) {
     plain.push_back(epoch_steps_per_second(data, 0, backup_dir, &steps));
     backed_up.push_back(epoch_steps_per_second(data, every, backup_dir, &steps));
   }
-  const double without = median_of(plain), with = median_of(backed_up);
+  const double without = bench::median(plain), with = bench::median(backed_up);
   const double backups = static_cast<double>(steps / every);
   bench::emit({{"bench", "backup_overhead"},
                {"workload", "mnist tutorial, batch 64, one epoch"},

@@ -13,11 +13,29 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace chorus::bench {
+
+// The median of `values` (the upper middle one of an even count); 0 for none.
+inline double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
+
+// Seconds per call of fn over one sample of `iters` calls (for benches that alternate
+// samples of two callables).
+template <class Fn>
+double sample_seconds(Fn& fn, int iters) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+}
 
 // Seconds per call of fn: runs it `warmup` times, then `repeats` samples of `iters`
 // calls each, and returns the median sample divided by iters.
@@ -31,8 +49,7 @@ double median_seconds(Fn&& fn, int iters = 10, int repeats = 7, int warmup = 2) 
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     samples.push_back(elapsed.count() / iters);
   }
-  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-  return samples[samples.size() / 2];
+  return median(std::move(samples));
 }
 
 // Picks iters so one sample of fn takes about `target_seconds`.

@@ -70,12 +70,8 @@ int main(int argc, char** argv) {
       t1.push_back(seconds_per_epoch(one, batch));
       t2.push_back(seconds_per_epoch(two, batch));
     }
-    auto median = [](std::vector<double> v) {
-      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-      return v[v.size() / 2];
-    };
     const double examples = static_cast<double>(batch * steps);
-    const double one_rate = examples / median(t1), two_rate = examples / median(t2);
+    const double one_rate = examples / ch::bench::median(t1), two_rate = examples / ch::bench::median(t2);
     ch::bench::emit({{"bench", "data_parallel"},
                      {"measure", "scaling"},
                      {"model", "mnist_mlp"},

@@ -19,11 +19,6 @@
 namespace chorus {
 namespace {
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
 struct Case {
   std::string op;
   int inputs;  // tensors read
@@ -55,7 +50,7 @@ void run_case(const Case& c, int64_t elements, int threads) {
     op_seconds.push_back(bench::median_seconds(op, iters, 5, 1));
     copy_seconds.push_back(bench::median_seconds(copy, iters, 5, 1));
   }
-  const double seconds = median(op_seconds), copy_s = median(copy_seconds);
+  const double seconds = bench::median(op_seconds), copy_s = bench::median(copy_seconds);
   const double gb_per_s = static_cast<double>(bytes) / seconds / 1e9;
   const double memcpy_gb_per_s = static_cast<double>(bytes) / copy_s / 1e9;
   bench::emit({{"bench", "elementwise"},

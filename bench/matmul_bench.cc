@@ -82,18 +82,6 @@ class DirectMatmul {
   std::unordered_map<int, dnnl::memory> args_;
 };
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
-template <class Fn>
-double sample_seconds(Fn& fn, int iters) {
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
-}
-
 void run_case(const Case& c, DType dtype, int threads) {
   Generator gen(7);
   const Tensor a = uniform(c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k}, gen, -1, 1, dtype);
@@ -111,15 +99,15 @@ void run_case(const Case& c, DType dtype, int threads) {
   std::vector<double> ops_s, direct_s;
   for (int r = 0; r < 15; ++r) {  // alternate so drift hits both equally
     if (r % 2 == 0) {
-      ops_s.push_back(sample_seconds(via_ops, iters));
-      direct_s.push_back(sample_seconds(direct, iters));
+      ops_s.push_back(bench::sample_seconds(via_ops, iters));
+      direct_s.push_back(bench::sample_seconds(direct, iters));
     } else {
-      direct_s.push_back(sample_seconds(direct, iters));
-      ops_s.push_back(sample_seconds(via_ops, iters));
+      direct_s.push_back(bench::sample_seconds(direct, iters));
+      ops_s.push_back(bench::sample_seconds(via_ops, iters));
     }
   }
   const double flops = 2.0 * static_cast<double>(c.m * c.k * c.n);
-  const double gflops = flops / median(ops_s) * 1e-9, direct_gflops = flops / median(direct_s) * 1e-9;
+  const double gflops = flops / bench::median(ops_s) * 1e-9, direct_gflops = flops / bench::median(direct_s) * 1e-9;
   bench::emit({{"bench", "matmul"},
                {"shape", shape_name(c)},
                {"form", c.form},

@@ -47,11 +47,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 // The 1-minute load average: other processes on this 2-core machine distort 2-thread
 // timings most (a parallel region waits for its slowest thread).
 double load_average() {
@@ -133,7 +128,7 @@ struct FitRunner {
 void report_b64(const Args& args, const FitRunner& runner, const std::vector<double>& seconds) {
   std::vector<double> rates;
   for (double s : seconds) rates.push_back(static_cast<double>(runner.steps) / s);
-  const double steps_per_s = median(rates);
+  const double steps_per_s = bench::median(rates);
   nlohmann::json record = {{"bench", "mnist_mlp"}, {"case", "fit_b64"},  {"threads", runner.threads},
                            {"batch", 64},          {"steps", runner.steps}, {"steps_per_s", steps_per_s},
                            {"samples", rates},     {"data", args.data_dir}, {"target_ratio", 3.0},
@@ -143,7 +138,7 @@ void report_b64(const Args& args, const FitRunner& runner, const std::vector<dou
     std::string best_config;
     double best = 0, best_no_ftz = 0;
     for (const auto& [config, samples] : args.torch) {
-      const double m = median(samples);
+      const double m = bench::median(samples);
       torch[config] = {{"steps_per_s", m}, {"samples", samples}};
       if (m > best) best = m, best_config = config;
       if (config.find("ftz") == std::string::npos) best_no_ftz = std::max(best_no_ftz, m);
@@ -268,9 +263,9 @@ void bench_matmul_bound(const Args& args, const data::Dataset& train, int64_t ba
     flops += s.flops();
     matmuls.push_back({{"what", s.what}, {"shape", fmt::format("{}x{}{}@{}x{}{}", s.m, s.k, s.ta ? "^T" : "", s.k, s.n,
                                                                  s.tb ? "^T" : "")},
-                       {"ms", median(each_s[i]) * 1e3}, {"gflops", s.flops() / median(each_s[i]) * 1e-9}});
+                       {"ms", bench::median(each_s[i]) * 1e3}, {"gflops", s.flops() / bench::median(each_s[i]) * 1e-9}});
   }
-  const double step = median(fit_s), limit = median(limit_s);
+  const double step = bench::median(fit_s), limit = bench::median(limit_s);
   nlohmann::json record = {{"bench", "mnist_mlp"}, {"case", fmt::format("matmul_bound_b{}", batch)}, {"threads", threads},
                {"batch", batch}, {"steps", steps}, {"gflop_per_step", flops * 1e-9},
                {"step_ms", step * 1e3}, {"limit_step_ms", limit * 1e3},

@@ -59,11 +59,6 @@ double seconds_per_epoch(ch::Model& model, const ch::Tensor& x, int64_t batch) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
 void tensor_parallel(int64_t d, int64_t batch, int steps, int repeats) {
   ch::layers::set_random_seed(1);
   auto one = megatron_mlp(d, 2, nullptr);
@@ -83,9 +78,9 @@ void tensor_parallel(int64_t d, int64_t batch, int steps, int repeats) {
                    {"measure", "tensor_parallel"},
                    {"width", d},
                    {"batch", batch},
-                   {"one_device_examples_per_second", examples / median(t1)},
-                   {"two_devices_examples_per_second", examples / median(t2)},
-                   {"ratio", median(t1) / median(t2)},
+                   {"one_device_examples_per_second", examples / ch::bench::median(t1)},
+                   {"two_devices_examples_per_second", examples / ch::bench::median(t2)},
+                   {"ratio", ch::bench::median(t1) / ch::bench::median(t2)},
                    {"max_relative_difference", ch::models::max_relative_difference(one->weights(), two->weights())}});
 }
 

@@ -46,8 +46,7 @@
 #include "chorus/distribute/tcp_store.h"
 #include "chorus/distribute/worker_group.h"
 #include "examples/retrieval_tutorial.h"
-
-extern char** environ;
+#include "tests/testing/worker_process.h"
 
 namespace chorus::bench {
 namespace {
@@ -63,11 +62,6 @@ double process_cpu_seconds() {
   timespec t{};
   ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
-double median_of(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
 }
 
 // ---- worker roles: each returns rank 0's record --------------------------------------
@@ -106,14 +100,14 @@ json allreduce_role(int repeats) {
       if (r == 0) continue;
       ours.push_back(a), ring.push_back(b), bcube.push_back(c);
     }
-    const double best_raw = std::min(median_of(ring), median_of(bcube));
+    const double best_raw = std::min(median(ring), median(bcube));
     const double bytes = static_cast<double>(n) * 4;
     out.push_back({{"floats", n},
-                   {"chorus_s", median_of(ours)},
-                   {"raw_ring_s", median_of(ring)},
-                   {"raw_bcube_s", median_of(bcube)},
-                   {"chorus_GBps", bytes / median_of(ours) / 1e9},
-                   {"ratio", best_raw / median_of(ours)}});
+                   {"chorus_s", median(ours)},
+                   {"raw_ring_s", median(ring)},
+                   {"raw_bcube_s", median(bcube)},
+                   {"chorus_GBps", bytes / median(ours) / 1e9},
+                   {"ratio", best_raw / median(ours)}});
   }
   return out;
 }
@@ -146,7 +140,7 @@ StepTime mlp_step_time(models::Model& model, int64_t batch, int64_t steps, int r
     cpus.push_back((process_cpu_seconds() - cpu_start) / static_cast<double>(steps));
     walls.push_back(since(start) / static_cast<double>(steps));
   }
-  return {median_of(walls), median_of(cpus)};
+  return {median(walls), median(cpus)};
 }
 
 void compile_mlp(models::Model& model) {
@@ -178,7 +172,7 @@ json overlap_role(int repeats) {
       cpu_times.push_back(process_cpu_seconds() - cpu_start);
       times.push_back(since(start));
     }
-    return median_of(times);
+    return median(times);
   };
   // The gradient buckets as GradientReducer plans them: all but the last are ready
   // before backward ends; the last (the first layer kernel's last row block) only when it
@@ -188,7 +182,7 @@ json overlap_role(int repeats) {
       distribute::GradientReducer::plan_buckets(weights, distribute::gradient_bucket_bytes_from_env());
   const int64_t early = params - buckets.back();
   const double comm = comm_of(grads);
-  const double comm_cpu = median_of(cpu_times);
+  const double comm_cpu = median(cpu_times);
   return {{"step_s", step.wall_s},
           {"step_cpu_s", step.cpu_s},
           {"comm_s", comm},
@@ -308,7 +302,7 @@ json distributed_embedding_role(const std::string& data_dir, int repeats) {
   const auto start = Clock::now();
   models::History history = tutorial.fit(
       datasets.train, {.epochs = 10, .verbose = 0, .validation_data = datasets.test, .validation_freq = 5});
-  return {{"random_ids_us_per_step", 1e6 * median_of(step_s)},
+  return {{"random_ids_us_per_step", 1e6 * median(step_s)},
           {"state_bytes_per_worker", bytes.per_device[0]},
           {"state_bytes_whole", bytes.whole},
           {"tutorial_wall_s", since(start)},
@@ -333,34 +327,16 @@ json run_role(const std::string& role, int count, bool job, const Args& args) {
   const int port = 29500 + (::getpid() % 2000);
   std::vector<pid_t> pids;
   for (int r = 0; r < count; ++r) {
-    std::vector<std::string> env = {"CHORUS_BENCH_ROLE=" + role, "CHORUS_BENCH_OUT=" + out + "/" + std::to_string(r),
-                                    "CHORUS_CPU_DEVICES=1", "CHORUS_CPU_CORES=1", "OMP_NUM_THREADS=1"};
-    if (job) {
-      for (const std::string& kv : {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(count),
-                                    "LOCAL_RANK=" + std::to_string(r), "LOCAL_WORLD_SIZE=" + std::to_string(count),
-                                    std::string("MASTER_ADDR=127.0.0.1"), "MASTER_PORT=" + std::to_string(port),
-                                    "CHORUS_JOB_ID=bench-" + role}) {
-        env.push_back(kv);
-      }
-    }
-    for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-    std::vector<std::string> argv_s = {"/proc/self/exe", "--data", args.data, "--repeats", std::to_string(args.repeats)};
-    std::vector<char*> argv, envp;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& kv : env) envp.push_back(kv.data());
-    envp.push_back(nullptr);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::execve(argv[0], argv.data(), envp.data());
-      std::_Exit(127);
-    }
-    pids.push_back(pid);
+    const std::vector<std::string> role_env = {"CHORUS_BENCH_ROLE=" + role,
+                                               "CHORUS_BENCH_OUT=" + out + "/" + std::to_string(r),
+                                               "CHORUS_CPU_DEVICES=1", "CHORUS_CPU_CORES=1", "OMP_NUM_THREADS=1"};
+    const std::vector<std::string> env = job ? testing::worker_environment(r, count, port, "bench-" + role, role_env)
+                                             : testing::with_parent_environment(role_env);
+    pids.push_back(testing::spawn_self({"--data", args.data, "--repeats", std::to_string(args.repeats)}, env,
+                                       /*quiet=*/false));
   }
   for (pid_t pid : pids) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (testing::wait_exit(pid, std::chrono::seconds(3600)) != 0) {
       throw std::runtime_error("multi_worker_bench: a " + role + " worker failed");
     }
   }
@@ -428,9 +404,9 @@ int parent(const Args& args) {
         walls.push_back(t.at("total_wall_s").get<double>());
       }
       if (!rates.empty()) {
-        record["torch_ddp"] = {{"steps_per_s", median_of(rates)}, {"total_wall_s", median_of(walls)}};
-        record["ratio_steps_per_s"] = retrieval.at("steps_per_s").get<double>() / median_of(rates);
-        record["ratio_wall"] = median_of(walls) / retrieval.at("total_wall_s").get<double>();
+        record["torch_ddp"] = {{"steps_per_s", median(rates)}, {"total_wall_s", median(walls)}};
+        record["ratio_steps_per_s"] = retrieval.at("steps_per_s").get<double>() / median(rates);
+        record["ratio_wall"] = median(walls) / retrieval.at("total_wall_s").get<double>();
       }
     }
     emit(record);

@@ -24,11 +24,6 @@ namespace {
 using autograd::Variable;
 using optimizers::Optimizer;
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
 void parallel_memcpy(char* dst, const char* src, int64_t bytes) {
   constexpr int64_t kGrain = 1 << 16;
   backend::cpu::parallel_for(bytes, kGrain, [&](int64_t begin, int64_t end) {
@@ -68,7 +63,7 @@ void run_case(const Case& c, int threads) {
     step_seconds.push_back(bench::median_seconds(step, iters, 5, 1));
     copy_seconds.push_back(bench::median_seconds(copy, iters, 5, 1));
   }
-  const double seconds = median(step_seconds), copy_s = median(copy_seconds);
+  const double seconds = bench::median(step_seconds), copy_s = bench::median(copy_seconds);
   bench::emit({{"bench", "optimizer"},
                {"optimizer", c.name},
                {"params", params},

@@ -44,11 +44,6 @@ double epoch_seconds(const data::Dataset& ds, double consumer_us) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
 void measure(double producer_us, double consumer_us, int64_t n, int64_t buffer_size = 2, int repeats = 5) {
   const data::Dataset plain = producer(n, producer_us);
   const data::Dataset prefetched = plain.prefetch(buffer_size);
@@ -58,7 +53,7 @@ void measure(double producer_us, double consumer_us, int64_t n, int64_t buffer_s
     without.push_back(epoch_seconds(plain, consumer_us));
     with.push_back(epoch_seconds(prefetched, consumer_us));
   }
-  const double t_without = median(without), t_with = median(with);
+  const double t_without = bench::median(without), t_with = bench::median(with);
   bench::emit({{"bench", "prefetch"},
                {"producer_us", producer_us},
                {"consumer_us", consumer_us},

@@ -46,12 +46,6 @@ namespace ex = examples;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 struct Args {
   std::string data_dir;
   int threads = 1;
@@ -151,11 +145,11 @@ void bench_tutorial(const Args& args, const ex::RetrievalDatasets& data) {
                              {"threads", args.threads},
                              {"devices", args.devices},
                              {"steps", samples.front().steps},
-                             {"fit_wall_s", median(wall)},
-                             {"train_s", median(train)},
-                             {"validation_s", median(val)},
-                             {"steps_per_s", median(rates)},
-                             {"us_per_step", 1e6 / median(rates)},
+                             {"fit_wall_s", bench::median(wall)},
+                             {"train_s", bench::median(train)},
+                             {"validation_s", bench::median(val)},
+                             {"steps_per_s", bench::median(rates)},
+                             {"us_per_step", 1e6 / bench::median(rates)},
                              {"wall_samples", wall},
                              {"final_loss", samples.back().loss},
                              {"final_val_loss", samples.back().val_loss},
@@ -166,12 +160,12 @@ void bench_tutorial(const Args& args, const ex::RetrievalDatasets& data) {
         torch_wall.push_back(t.at("total_wall_s").get<double>());
         torch_rate.push_back(t.at("steps_per_s").get<double>());
       }
-      record["torch"] = {{"total_wall_s", median(torch_wall)},
-                         {"steps_per_s", median(torch_rate)},
+      record["torch"] = {{"total_wall_s", bench::median(torch_wall)},
+                         {"steps_per_s", bench::median(torch_rate)},
                          {"wall_samples", torch_wall},
                          {"final_val_loss", args.torch.back().at("final").at("val_loss")}};
-      record["ratio_wall"] = median(torch_wall) / median(wall);
-      record["ratio_steps_per_s"] = median(rates) / median(torch_rate);
+      record["ratio_wall"] = bench::median(torch_wall) / bench::median(wall);
+      record["ratio_steps_per_s"] = bench::median(rates) / bench::median(torch_rate);
     }
     bench::emit(record);
   }
@@ -224,7 +218,7 @@ void bench_breakdown(const Args& args, const ex::RetrievalDatasets& data) {
     }
   }
   nlohmann::json record = {{"bench", "retrieval"}, {"case", "breakdown"}, {"threads", args.threads}};
-  for (const auto& [name, samples] : parts) record[name + "_us"] = median(samples);
+  for (const auto& [name, samples] : parts) record[name + "_us"] = bench::median(samples);
   record["target_total_us"] = 47;
   bench::emit(record);
 }
@@ -287,13 +281,13 @@ void bench_floor(const Args& args, const ex::RetrievalDatasets& data) {
   nlohmann::json record = {{"bench", "retrieval"},
                            {"case", "floor"},
                            {"threads", args.threads},
-                           {"us_per_step", median(per_step)},
+                           {"us_per_step", bench::median(per_step)},
                            {"samples_us", per_step}};
   if (!args.torch.empty()) {  // the most an unfused step could be faster than the peer
     std::vector<double> torch_rate;
     for (const auto& t : args.torch) torch_rate.push_back(t.at("steps_per_s").get<double>());
-    record["torch_steps_per_s"] = median(torch_rate);
-    record["ratio_steps_per_s"] = 1e6 / median(per_step) / median(torch_rate);
+    record["torch_steps_per_s"] = bench::median(torch_rate);
+    record["ratio_steps_per_s"] = 1e6 / bench::median(per_step) / bench::median(torch_rate);
   }
   bench::emit(record);
 }

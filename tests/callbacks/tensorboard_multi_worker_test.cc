@@ -1,8 +1,6 @@
 // Only rank 0 of a multi-worker job writes TensorBoard files: this binary, re-run as two
 // worker processes (CHORUS_TENSORBOARD_WORKER names the log_dir), fits with the callback
 // into one log_dir.
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +8,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
-#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -20,8 +17,7 @@
 #include "tests/testing/event_records.h"
 #include "tests/testing/free_port.h"
 #include "tests/testing/temp_dir.h"
-
-extern char** environ;
+#include "tests/testing/worker_process.h"
 
 namespace chorus::callbacks {
 namespace {
@@ -62,43 +58,14 @@ class TensorBoardWorker : public ::testing::Environment {
 class TensorBoardMultiWorkerTest : public testing::TempDirTest {
  protected:
   pid_t spawn(int rank, int port) const {
-    std::vector<std::string> env = {"CHORUS_TENSORBOARD_WORKER=" + (dir_ / "logs").string(), "RANK=" + std::to_string(rank),
-                                    "WORLD_SIZE=2", "LOCAL_RANK=" + std::to_string(rank), "LOCAL_WORLD_SIZE=2",
-                                    "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
-                                    "CHORUS_JOB_ID=tensorboard", "CHORUS_CPU_DEVICES=1", "OMP_NUM_THREADS=1",
-                                    "CHORUS_COLLECTIVE_TIMEOUT=20"};
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string kv = *e, key = kv.substr(0, kv.find('=') + 1);
-      if (std::none_of(env.begin(), env.end(), [&](const std::string& s) { return s.starts_with(key); })) env.push_back(kv);
-    }
-    std::string exe = "/proc/self/exe", filter = "--gtest_filter=TensorBoardMultiWorkerTest.*";
-    std::vector<char*> argv = {exe.data(), filter.data(), nullptr}, envp;
-    for (auto& kv : env) envp.push_back(kv.data());
-    envp.push_back(nullptr);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      const int null = ::open("/dev/null", O_WRONLY);
-      ::dup2(null, STDOUT_FILENO);
-      ::execve(argv[0], argv.data(), envp.data());
-      std::_Exit(127);
-    }
-    return pid;
+    return testing::spawn_self({"--gtest_filter=TensorBoardMultiWorkerTest.*"},
+                               testing::worker_environment(rank, 2, port, "tensorboard",
+                                                           {"CHORUS_TENSORBOARD_WORKER=" + (dir_ / "logs").string(),
+                                                            "CHORUS_CPU_DEVICES=1", "OMP_NUM_THREADS=1",
+                                                            "CHORUS_COLLECTIVE_TIMEOUT=20"}),
+                               /*quiet=*/true);
   }
-
-  // The exit code, or -1 after killing a worker still running after 120 s.
-  static int wait_exit(pid_t pid) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    int status = 0;
-    while (::waitpid(pid, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > until) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
-        return -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
+  static int wait_exit(pid_t pid) { return testing::wait_exit(pid); }
 };
 
 TEST_F(TensorBoardMultiWorkerTest, OnlyRankZeroWrites) {

@@ -22,8 +22,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/testing/free_port.h"
-
-extern char** environ;
+#include "tests/testing/worker_process.h"
 
 namespace chorus::testing {
 namespace {
@@ -129,54 +128,19 @@ models::CompileOptions mlp_compile_options(Shared<optimizers::Optimizer> optimiz
 std::vector<std::string> MultiWorkerTest::worker_env(const std::string& scenario, int rank, int world, int port,
                                                      const std::string& job, int devices,
                                                      const std::string& out) const {
-  std::vector<std::string> env = {"CHORUS_TEST_WORKER=" + scenario, "CHORUS_TEST_OUT=" + (out.empty() ? dir() : out),
-                                  "RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world),
-                                  "LOCAL_RANK=" + std::to_string(rank), "LOCAL_WORLD_SIZE=" + std::to_string(world),
-                                  "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
-                                  "CHORUS_JOB_ID=" + job, "CHORUS_CPU_DEVICES=" + std::to_string(devices),
-                                  "OMP_NUM_THREADS=1", "CHORUS_COLLECTIVE_TIMEOUT=5"};
-  // The rest of this process's environment, less what is set above.
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string kv = *e, key = kv.substr(0, kv.find('=') + 1);
-    if (std::none_of(env.begin(), env.end(), [&](const std::string& s) { return s.starts_with(key); })) {
-      env.push_back(kv);
-    }
-  }
-  return env;
+  return worker_environment(rank, world, port, job,
+                            {"CHORUS_TEST_WORKER=" + scenario, "CHORUS_TEST_OUT=" + (out.empty() ? dir() : out),
+                             "CHORUS_CPU_DEVICES=" + std::to_string(devices), "OMP_NUM_THREADS=1",
+                             "CHORUS_COLLECTIVE_TIMEOUT=5"});
 }
 
 pid_t MultiWorkerTest::spawn(const std::vector<std::string>& env) {
-  // The filter must match a test, or gtest would skip the environment that runs the scenario.
-  std::vector<std::string> args = {"/proc/self/exe", "--gtest_filter=MultiWorkerTest.*"};
-  std::vector<char*> argv, envp;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (const auto& kv : env) envp.push_back(const_cast<char*>(kv.c_str()));
-  envp.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    // The worker's own gtest banner and logs go to /dev/null; results go to files.
-    const int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, STDOUT_FILENO);
-    ::execve(argv[0], argv.data(), envp.data());
-    std::_Exit(127);
-  }
-  return pid;
+  // The filter must match a test, or gtest would skip the environment that runs the
+  // scenario. The worker's own gtest banner and logs go to /dev/null; results go to files.
+  return spawn_self({"--gtest_filter=MultiWorkerTest.*"}, env, /*quiet=*/true);
 }
 
-int MultiWorkerTest::wait_exit(pid_t pid, std::chrono::seconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > until) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+int MultiWorkerTest::wait_exit(pid_t pid, std::chrono::seconds limit) { return testing::wait_exit(pid, limit); }
 
 std::vector<int> MultiWorkerTest::run_job(const std::string& scenario, int world, int devices) {
   const int port = free_port();
