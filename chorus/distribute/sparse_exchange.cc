@@ -160,6 +160,7 @@ IndexedSlices send_rows_to_keepers(const IndexedSlices& local, int64_t begin, co
   int64_t at = 0;
   for (const auto& part : received) {  // in rank order: the global replica order of the rows
     const auto m = static_cast<int64_t>(part.size() / entry_bytes);
+    if (m == 0) continue;  // (an empty part's data() may be null)
     for (int64_t i = 0; i < m; ++i) {
       int64_t row;
       std::memcpy(&row, part.data() + i * static_cast<int64_t>(sizeof(int64_t)), sizeof(row));

@@ -261,7 +261,7 @@ class Model : public layers::Layer {
   distribute::WorkerGroup* step_workers();
   // Multi-worker, once per compile: builds the model if needed, checks that every worker
   // has the same model and configuration, and copies rank 0's weights and optimizer
-  // state to all (but the rows of the tables split across the workers: each keeps its own).
+  // state to all; then each keeps its rows of the tables split across the workers.
   void sync_workers(const Tree& batch, int64_t global_rows);
   void split_tables_across_workers(distribute::WorkerGroup& group);
 

@@ -17,12 +17,12 @@
 #include "chorus/distribute/mesh_runner.h"
 #include "chorus/distribute/model_parallel.h"
 #include "chorus/distribute/replica_runner.h"
+#include "chorus/distribute/sparse_exchange.h"
 #include "chorus/distribute/startup_check.h"
 #include "chorus/distribute/worker_group.h"
 #include "chorus/models/model.h"
 #include "chorus/models/state_bytes.h"
 #include "chorus/models/training_signature.h"
-#include "chorus/distribute/sparse_exchange.h"
 #include "chorus/models/worker_input.h"
 #include "chorus/ops/ops.h"
 
@@ -135,11 +135,10 @@ void Model::split_tables_across_workers(distribute::WorkerGroup& group) {
   for (const Variable& v : weights()) {
     if (!v.splits_rows_across_workers() || v.row_shard() || group.size() < 2) continue;
     const int64_t rows = distribute::rows_per_worker(v.shape()[0], group.size());
-    // Slots first: slots_of finds them by the variable's value, which keep_rows replaces.
+    v.keep_rows(group.rank() * rows, rows);
     if (compiled() && optimizer().built()) {
       for (const Variable& slot : optimizer().slots_of(v)) slot.keep_rows(group.rank() * rows, rows);
     }
-    v.keep_rows(group.rank() * rows, rows);
   }
 }
 
@@ -149,7 +148,6 @@ void Model::sync_workers(const Tree& batch, int64_t global_rows) {
   // A subclassed model builds on its first call (and compute_loss's layers on the first
   // loss): run both on one row so that the check and the broadcast see every weight.
   if (!built()) build_on_first_row(batch);
-  if (dynamic_cast<const distribution::ModelParallel*>(distribution_.get()) == nullptr) split_tables_across_workers(*group);
   std::vector<Variable> variables = weights();
   std::vector<std::string> signature = training_signature(*this, global_rows);
   if (const auto* mesh = dynamic_cast<const distribution::ModelParallel*>(distribution_.get())) {
@@ -169,9 +167,9 @@ void Model::sync_workers(const Tree& batch, int64_t global_rows) {
     signature.push_back(fmt::format("optimizer state {} bytes", slots));
   }
   distribute::check_same_signature(group->store(), group->cluster(), signature, "model");
-  // Each worker made the tables it splits from the same seed stream and keeps its own rows.
-  std::erase_if(variables, [](const Variable& v) { return v.row_shard().has_value(); });
   broadcast_from_chief(variables, group->communicator());
+  // Whole until now, so rank 0's initial tables are every worker's; then each keeps its rows.
+  if (dynamic_cast<const distribution::ModelParallel*>(distribution_.get()) == nullptr) split_tables_across_workers(*group);
   workers_synced_ = true;
 }
 

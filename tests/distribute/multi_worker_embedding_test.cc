@@ -60,8 +60,9 @@ data::Dataset embedding_ratings(int64_t n, uint64_t seed) {
       Tree::list({Tree{{"user_id", users}, {"movie_id", movies}}, uniform(Shape{n, 1}, gen, 0, 1)}));
 }
 
+// Each rank draws other initial tables: the job trains rank 0's (the one process's).
 json fit_embedding_scenario(ScenarioRun& run, Shared<optimizers::Optimizer> optimizer) {
-  layers::set_random_seed(13);
+  layers::set_random_seed(13 + static_cast<uint64_t>(run.rank()));
   EmbeddingTwoTower model;
   run.compile(model, {.optimizer = std::move(optimizer), .loss = "mse"});
   // 250 rows in batches of 32: the last batch (26 rows) splits unevenly.
@@ -121,11 +122,30 @@ json split_tables_tutorial_scenario(ScenarioRun& /*run*/) {
   return out;
 }
 
+// Rank 1's third batch holds a user id past the table: its lookup fails before any
+// exchange, and the other worker must not wait for it forever.
+json bad_id_scenario(ScenarioRun& run) {
+  layers::set_random_seed(13);
+  EmbeddingTwoTower model;
+  run.compile(model, {.optimizer = optimizers::Adagrad(0.2), .loss = "mse"});
+  data::Dataset data = embedding_ratings(128, 1);
+  if (run.rank() == 1) {
+    data = data.enumerate().map([](const Tree& item) {
+      Tree example = item[1];
+      if (item[0].tensor().item<int64_t>() == 85) example[0]["user_id"] = scalar(kUsers, kInt64);
+      return example;
+    });
+  }
+  model.fit(data.batch(32), {.epochs = 1, .verbose = 0, .shuffle = false});
+  return json::object();
+}
+
 [[maybe_unused]] const bool kEmbeddingScenariosRegistered = testing::register_scenarios({
     {"embedding_adagrad", [](ScenarioRun& run) { return fit_embedding_scenario(run, optimizers::Adagrad(0.2)); }},
     {"embedding_adam",
      [](ScenarioRun& run) { return fit_embedding_scenario(run, optimizers::Adam({.learning_rate = 0.01})); }},
     {"split_tables_tutorial", split_tables_tutorial_scenario},
+    {"embedding_bad_id", bad_id_scenario},
     {"embedding_backup", [](ScenarioRun& run) { return embedding_backup_scenario(run, 0); }},
     {"embedding_backup_crash_mid_epoch", [](ScenarioRun& run) { return embedding_backup_scenario(run, 11); }},
     {"embedding_backup_crash_only", [](ScenarioRun& run) { return embedding_backup_scenario(run, -11); }},
@@ -158,6 +178,15 @@ TEST_F(MultiWorkerTest, DistributedEmbeddingOnTwoWorkersMatchesOneDevice) {
       for (size_t i = 0; i < loaded.size(); ++i) EXPECT_EQ(json(loaded[i]), result(0)["weights"][i]) << i;
     }
   }
+}
+
+TEST_F(MultiWorkerTest, AnIdOutsideASplitTableFailsEveryWorkerNamingIt) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(run_job("embedding_bad_id", 2), (std::vector<int>{1, 1}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));  // the harness's deadline is 5 s
+  EXPECT_THAT(error(1), ::testing::HasSubstr("embedding: feature 'user_id': index 51 out of range [0, 51) in batch "
+                                             "element 5"));
+  EXPECT_FALSE(error(0).empty());
 }
 
 // A backup holds whole tables: a job restarted after a crash ends as the uninterrupted one
