@@ -84,8 +84,8 @@ Tensor rows_of(const Tensor& whole, int64_t begin, int64_t rows) {
   Shape block_shape = whole.shape();
   block_shape[0] = rows;
   Tensor block = zeros(block_shape, whole.dtype());
-  const int64_t kept = std::min(rows, whole.dim(0) - begin);
-  block.first_axis_slice(0, kept).copy_from(whole.first_axis_slice(begin, begin + kept));
+  const int64_t kept = std::clamp<int64_t>(whole.dim(0) - begin, 0, rows);  // none for a block all padding
+  if (kept > 0) block.first_axis_slice(0, kept).copy_from(whole.first_axis_slice(begin, begin + kept));
   return block;
 }
 
@@ -93,7 +93,7 @@ Tensor rows_of(const Tensor& whole, int64_t begin, int64_t rows) {
 
 void Variable::keep_rows(int64_t begin, int64_t rows) const {
   const Tensor whole = value();
-  if (whole.rank() == 0 || begin < 0 || begin >= whole.dim(0) || rows <= 0) {
+  if (whole.rank() == 0 || begin < 0 || rows <= 0) {
     throw_error<ValueError>("Variable '{}': cannot keep rows [{}, {}) of a value of shape {}", path(), begin,
                             begin + rows, whole.shape().to_string());
   }

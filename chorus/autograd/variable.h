@@ -75,8 +75,9 @@ class Variable {
   bool splits_rows_across_workers() const { return impl().split_rows; }
   void set_splits_rows_across_workers(bool split) const { impl_->split_rows = split; }
   // Multi-worker row sharding: keeps rows [begin, begin + rows) of the value from now on
-  // (zeros past its end) and remembers the whole shape. Throws ValueError for a variable of
-  // rank 0 or a block that starts outside it.
+  // (zeros past its end: a table of fewer rows than workers leaves some only padding) and
+  // remembers the whole shape. Throws ValueError for a variable of rank 0, begin < 0 or
+  // rows < 1.
   void keep_rows(int64_t begin, int64_t rows) const;
   // The shape of the whole value: the variable's own shape unless it is row-sharded.
   const Shape& whole_shape() const {

@@ -15,8 +15,9 @@ io::NamedTensors whole_values(const std::vector<autograd::Variable>& variables, 
       continue;
     }
     if (group == nullptr || v.dtype() != kFloat32) {
-      throw_error<ValueError>("saving '{}': a variable split by rows across workers needs its float32 job to gather it",
-                              v.path());
+      throw_error<ValueError>("saving '{}': a variable split by rows across workers is gathered over its job, "
+                              "and only as float32 (got {}{})",
+                              v.path(), dtype_name(v.dtype()), group == nullptr ? ", and no job" : "");
     }
     const Tensor block = v.value();
     Shape all_shape = block.shape();

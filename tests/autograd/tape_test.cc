@@ -136,6 +136,28 @@ TEST(VariableTest, PathNameAndAssign) {
               ThrowsMessage<DTypeError>(HasSubstr("cannot assign a value of dtype int32 to a variable of dtype float32")));
 }
 
+// A worker's rows of a table split across workers: its block (padded past the table's
+// end, all padding where the table has fewer rows than workers) and whole loads.
+TEST(VariableTest, KeepRowsHoldsOneBlockAndAssignWholeLoadsIt) {
+  Variable v("table", from_values<float>({0, 1, 2, 3, 4, 5}, Shape{3, 2}));
+  v.keep_rows(2, 2);  // the second of two workers
+  EXPECT_EQ(v.shape(), (Shape{2, 2}));
+  EXPECT_EQ(v.whole_shape(), (Shape{3, 2}));
+  EXPECT_EQ(v.row_shard()->begin, 2);
+  EXPECT_EQ(v.value().to_vector<float>(), (std::vector<float>{4, 5, 0, 0}));
+  v.assign_whole(from_values<float>({6, 7, 8, 9, 10, 11}, Shape{3, 2}));
+  EXPECT_EQ(v.value().to_vector<float>(), (std::vector<float>{10, 11, 0, 0}));
+  EXPECT_THAT([&] { v.assign_whole(ones({2, 2})); },
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("Variable 'table': cannot assign a value of shape (2, 2) to a variable of shape (3, 2)")));
+
+  Variable past("small", ones({1, 2}));
+  past.keep_rows(2, 1);  // the third of three workers of a 1-row table
+  EXPECT_EQ(past.value().to_vector<float>(), (std::vector<float>{0, 0}));
+  EXPECT_THAT([&] { Variable("x", ones({3})).keep_rows(-1, 2); },
+              ThrowsMessage<ValueError>(HasSubstr("Variable 'x': cannot keep rows [-1, 1) of a value of shape (3,)")));
+}
+
 TEST(VariableTest, TrainableVariablesMustBeFloating) {
   EXPECT_THAT([] { Variable("step", zeros({}, kInt64)); },
               ThrowsMessage<DTypeError>(HasSubstr("Variable 'step': a trainable variable must be floating, got dtype int64")));
