@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 
+#include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
 
 namespace chorus::recsys {
@@ -109,6 +111,56 @@ TEST(DistributedEmbeddingTest, SplitTablesAreLookedUpOnlyInsideAStep) {
   EXPECT_THAT([&] { embedding(from_values<int32_t>({1}, Shape{1})); },
               ThrowsMessage<ValueError>(HasSubstr("distributed_embedding: its tables are split across the workers of "
                                                   "a job: look them up inside the model's fit, evaluate or predict")));
+}
+
+// Scores user x item by the dot product of their rows.
+class DotProductModel : public models::Model {
+ public:
+  DotProductModel()
+      : embedding_(add<DistributedEmbedding>(std::vector<FeatureConfig>{
+            {.name = "user", .table = make_table("users", 30, 4)}, {.name = "item", .table = make_table("items", 20, 4)}})) {}
+  Tree call(const Tree& x, bool) override {
+    Tree rows = (*embedding_)(x);
+    return ops::sum(rows["user"].tensor() * rows["item"].tensor(), 1, true);
+  }
+
+ private:
+  DistributedEmbedding* embedding_;
+};
+
+// In one process the replicas share whole tables, as Embedding's: MirroredStrategy over 2
+// devices trains one device's weights.
+TEST(DistributedEmbeddingTest, MirroredStrategyInOneProcessTrainsOneDevicesWeights) {
+  backend::cpu::set_intra_op_threads(1);
+  distribute::set_cpu_devices(2);
+  Generator gen(3);
+  Tensor users = ops::cast(uniform(Shape{96}, gen, 0, 29), kInt32), items = ops::cast(uniform(Shape{96}, gen, 0, 19), kInt32);
+  const data::Dataset data =
+      data::Dataset::from_tensor_slices(Tree::list({Tree{{"user", users}, {"item", items}}, uniform(Shape{96, 1}, gen, 0, 1)}))
+          .batch(16);
+  const auto train = [&](bool mirrored) {
+    layers::set_random_seed(5);
+    auto model = std::make_unique<DotProductModel>();
+    std::optional<distribute::MirroredStrategy> strategy;
+    if (mirrored) strategy.emplace(std::vector<Device>{Device::cpu(0), Device::cpu(1)});
+    {
+      std::optional<distribution::DistributionScope> scope;
+      if (strategy) scope.emplace(strategy->scope());
+      model->compile({.optimizer = optimizers::Adagrad(0.2), .loss = "mse"});
+    }
+    model->fit(data, {.epochs = 2, .verbose = 0});
+    return model;
+  };
+  auto one = train(false), two = train(true);
+  distribute::set_cpu_devices(0);
+  ASSERT_EQ(two->weights().size(), 2u);
+  EXPECT_EQ(two->weights()[0].shape(), (Shape{30, 4}));  // whole
+  EXPECT_EQ(two->distribution()->num_replicas(), 2);
+  EXPECT_LE(models::max_relative_difference(two->weights(), one->weights()), 1e-5);
+  layers::set_random_seed(5);
+  DotProductModel untrained;
+  untrained(Tree{{"user", users.first_axis_slice(0, 1)}, {"item", items.first_axis_slice(0, 1)}});
+  EXPECT_GT(models::max_relative_difference(two->weights(), untrained.weights()), 1e-3);  // it trained
 }
 
 TEST(DistributedEmbeddingTest, BadConfigurationsAndInputsAreNamed) {
