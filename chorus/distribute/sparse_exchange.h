@@ -1,7 +1,8 @@
-// The exchange of embedding tables' sparse gradients under data parallelism: instead of
-// all-reducing a whole table, each replica hands over the rows its batch read, and the
-// update sees every replica's rows one after another in global replica order (as
-// tf.distribute all-gathers IndexedSlices). Stateless functions; thread-safe.
+// The exchange of embedding tables' rows under data parallelism: instead of all-reducing a
+// whole table, each replica hands over the rows its batch read, and the update sees every
+// replica's rows one after another in global replica order (as tf.distribute all-gathers
+// IndexedSlices); for a table split by rows across workers, the lookups and gradient rows
+// go to the worker keeping each row. Stateless functions; thread-safe.
 #pragma once
 
 #include <span>

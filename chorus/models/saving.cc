@@ -37,7 +37,7 @@ constexpr const char* kStateFile = "state.json";
 constexpr const char* kModelFormat = "chorus.model";
 constexpr int kModelVersion = 1;  // the state.json version this build writes and reads
 
-std::string describe(const Tensor& t) { return t.shape().to_string() + " " + std::string(dtype_name(t.dtype())); }
+std::string describe(const Shape& shape, DType dtype) { return shape.to_string() + " " + std::string(dtype_name(dtype)); }
 
 // Assigns the tensors of `file` to `variables` by path, or throws ValueError listing
 // every missing, unexpected and mismatched variable.
@@ -50,8 +50,8 @@ void assign_by_path(const std::vector<Variable>& variables, const io::NamedTenso
     if (it == by_name.end()) {
       missing.push_back(v.path());
     } else if (it->second.shape() != v.whole_shape() || it->second.dtype() != v.dtype()) {
-      mismatched.push_back(fmt::format("{} (file {}, {} {})", v.path(), describe(it->second), what,
-                                       v.whole_shape().to_string() + " " + std::string(dtype_name(v.dtype()))));
+      mismatched.push_back(fmt::format("{} (file {}, {} {})", v.path(), describe(it->second.shape(), it->second.dtype()),
+                                       what, describe(v.whole_shape(), v.dtype())));
     }
   }
   std::vector<std::string> unexpected;
@@ -118,14 +118,14 @@ SavedState read_saved_state(const fs::path& dir) {
 
 void write_json(const fs::path& path, const nlohmann::json& json) { io::write_file_atomically(path, json.dump(2) + "\n"); }
 
-// In a multi-worker job only rank 0 writes; every rank returns once the files are
-// complete, so any of them may read them back (DESIGN.md §3).
 distribute::WorkerGroup* workers_of(const std::shared_ptr<distribution::Distribution>& distribution) {
   return distribution ? distribution->workers().get() : nullptr;
 }
 
+// In a multi-worker job only rank 0 writes; every rank returns once the files are
+// complete, so any of them may read them back (DESIGN.md §3).
 void write_on_chief(const std::shared_ptr<distribution::Distribution>& distribution, const std::function<void()>& write) {
-  const auto& group = distribution ? distribution->workers() : nullptr;
+  distribute::WorkerGroup* group = workers_of(distribution);
   if (group == nullptr) {
     write();
     return;

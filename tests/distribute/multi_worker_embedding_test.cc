@@ -104,13 +104,15 @@ json embedding_backup_scenario(ScenarioRun& run, int64_t crash_after) {
 }
 
 // The retrieval tutorial with 1M-row user and movie tables as DistributedEmbedding towers.
-json split_tables_tutorial_scenario(ScenarioRun& /*run*/) {
+// `retrieve_in_validation`: refused across workers, which hold parts of the movie table.
+json split_tables_tutorial_scenario(bool retrieve_in_validation) {
   auto dir = testing::shared_data_dir("ml-100k");
   if (!dir) throw ValueError(testing::shared_data_missing("ml-100k"));
   examples::RetrievalTutorialOptions options{.data_dir = *dir,
                                              .epochs = 2,
                                              .validation_freq = 1,
                                              .verbose = 0,
+                                             .retrieve_in_validation = retrieve_in_validation,
                                              .table_rows = 1'000'000,
                                              .distributed_embedding = true,
                                              .sample_users = {793, 188}};
@@ -144,7 +146,8 @@ json bad_id_scenario(ScenarioRun& run) {
     {"embedding_adagrad", [](ScenarioRun& run) { return fit_embedding_scenario(run, optimizers::Adagrad(0.2)); }},
     {"embedding_adam",
      [](ScenarioRun& run) { return fit_embedding_scenario(run, optimizers::Adam({.learning_rate = 0.01})); }},
-    {"split_tables_tutorial", split_tables_tutorial_scenario},
+    {"split_tables_tutorial", [](ScenarioRun&) { return split_tables_tutorial_scenario(false); }},
+    {"split_tables_tutorial_retrieving", [](ScenarioRun&) { return split_tables_tutorial_scenario(true); }},
     {"embedding_bad_id", bad_id_scenario},
     {"embedding_backup", [](ScenarioRun& run) { return embedding_backup_scenario(run, 0); }},
     {"embedding_backup_crash_mid_epoch", [](ScenarioRun& run) { return embedding_backup_scenario(run, 11); }},
@@ -229,6 +232,9 @@ TEST_F(MultiWorkerTest, RetrievalTutorialWithMillionRowTablesSplitOverTwoWorkers
       }
     }
   }
+  EXPECT_EQ(run_job("split_tables_tutorial_retrieving", 2), (std::vector<int>{1, 1}));
+  EXPECT_THAT(error(0), ::testing::HasSubstr("retrieval tutorial: retrieve_in_validation would retrieve from one "
+                                             "worker's rows of the movie table split by distributed_embedding"));
 }
 
 }  // namespace

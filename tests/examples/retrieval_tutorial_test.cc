@@ -2,6 +2,7 @@
 // then the whole tutorial on the real MovieLens 100K data (skipped when the shared data
 // is absent): the tutorial's plateau near 0.477, then a drop to val_loss <= 0.20 at
 // epoch 50 (the tutorial reports 0.1586, PyTorch's peer 0.1564).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -153,6 +154,15 @@ TEST(RetrievalTutorialTest, FiftyEpochsReachTheTutorialsValidationLoss) {
     // The tutorial's lists are led by the most popular films.
     EXPECT_NE(std::find(recs.titles.begin(), recs.titles.end(), "Star Wars (1977)"), recs.titles.end());
   }
+}
+
+TEST(RetrievalTutorialTest, TablesTooSmallForTheDataAreRefused) {
+  auto dir = testing::shared_data_dir("ml-100k");
+  if (!dir) GTEST_SKIP() << testing::shared_data_missing("ml-100k");
+  RetrievalTutorialOptions options{.data_dir = *dir, .epochs = 1, .verbose = 0, .table_rows = 1000};
+  EXPECT_THAT([&] { run_retrieval_tutorial(options); },
+              ::testing::ThrowsMessage<ValueError>(::testing::HasSubstr(
+                  "retrieval tutorial: table_rows 1000 is fewer than the data's ids need (1683)")));
 }
 
 // `chorus train movielens-retrieval` (the CLI built next to the test binary) runs the
