@@ -17,21 +17,39 @@ struct Variable::DeviceValues {
 
 namespace {
 
-// The whole tensor from device values: device 0's where replicated, else the blocks in
-// order along the sharded dimension.
-Tensor gather_whole(const std::vector<Tensor>& values, const std::vector<int>& blocks) {
-  LocalShardScope local;
-  if (blocks.empty()) return values[0].clone();
+// How many blocks a value of `devices` is split into along its sharded dimension (1 where
+// replicated).
+int block_count(const std::vector<Tensor>& values, const std::vector<int>& blocks) {
+  if (blocks.empty()) return 1;
   const Sharding& s = *values[0].impl()->sharding;
-  Tensor whole = Tensor::empty(s.global_shape, values[0].dtype());
+  LocalShardScope local;
+  return static_cast<int>(s.global_shape[s.dim] / values[0].shape()[s.dim]);
+}
+
+// The whole tensor from device values: device 0's where replicated, else the blocks in
+// order along the sharded dimension. Only the blocks in `take` (all where null) are
+// copied, `fill` goes elsewhere; a block to take that no device here holds is an error.
+Tensor assemble_whole(const std::string& path, const std::vector<Tensor>& values, const std::vector<int>& blocks,
+                      const std::vector<bool>* take = nullptr, double fill = 0) {
+  LocalShardScope local;
+  const auto taken = [&](int k) { return take == nullptr || (*take)[static_cast<size_t>(k)]; };
+  if (blocks.empty()) return taken(0) ? values[0].clone() : full(values[0].shape(), fill, values[0].dtype());
+  const Sharding& s = *values[0].impl()->sharding;
   const Shape& global = s.global_shape;
+  Tensor whole = take == nullptr ? Tensor::empty(global, values[0].dtype()) : full(global, fill, values[0].dtype());
   int64_t outer = 1, inner = static_cast<int64_t>(dtype_size(whole.dtype()));
   for (int d = 0; d < s.dim; ++d) outer *= global[d];
   for (int d = s.dim + 1; d < global.rank(); ++d) inner *= global[d];
-  const int count = *std::max_element(blocks.begin(), blocks.end()) + 1;
+  const int count = block_count(values, blocks);
   const int64_t block_bytes = global[s.dim] / count * inner;
   for (int k = 0; k < count; ++k) {
+    if (!taken(k)) continue;
     const auto holder = std::find(blocks.begin(), blocks.end(), k) - blocks.begin();
+    if (holder == static_cast<std::ptrdiff_t>(blocks.size())) {
+      throw_error<ValueError>("Variable '{}': block {} of its {} along dimension {} is on another worker's device; "
+                              "models::whole_values gathers the whole value over the job (every worker calls it)",
+                              path, k, count, s.dim);
+    }
     const auto* src = static_cast<const char*>(values[static_cast<size_t>(holder)].raw_data());
     auto* dst = static_cast<char*>(whole.raw_data()) + k * block_bytes;
     for (int64_t o = 0; o < outer; ++o) {
@@ -117,21 +135,20 @@ void Variable::assign_whole(const Tensor& whole) const {
 }
 
 void Variable::assign(const Tensor& new_value) const {
-  const Tensor& v = value();
-  if (new_value.dtype() != v.dtype()) {
+  if (new_value.dtype() != dtype()) {
     throw_error<DTypeError>("Variable '{}': cannot assign a value of dtype {} to a variable of dtype {}", path(),
-                            dtype_name(new_value.dtype()), dtype_name(v.dtype()));
+                            dtype_name(new_value.dtype()), dtype_name(dtype()));
   }
-  if (new_value.shape() != v.shape()) {
+  if (new_value.shape() != shape()) {
     throw_error<ShapeError>("Variable '{}': cannot assign a value of shape {} to a variable of shape {}", path(),
-                            new_value.shape().to_string(), v.shape().to_string());
+                            new_value.shape().to_string(), shape().to_string());
   }
   if (impl_->devices == nullptr) {
-    v.copy_from(new_value);
+    impl_->value.copy_from(new_value);
     return;
   }
   DeviceValues& devices = *impl_->devices;
-  const int count = devices.blocks.empty() ? 1 : *std::max_element(devices.blocks.begin(), devices.blocks.end()) + 1;
+  const int count = block_count(devices.values, devices.blocks);
   // Device d's value from the new one: the same block of a sharded value, its own block of
   // a whole one.
   const auto store = [&](size_t d) {
@@ -181,12 +198,30 @@ Tensor Variable::exchange_device_value(size_t device, Tensor value) const {
   return value;
 }
 
-void Variable::gather_device_values() const {
+void Variable::gather_device_values(const Tensor& whole) const {
   if (impl().devices == nullptr) return;
-  Tensor whole = gather_whole(impl_->devices->values, impl_->devices->blocks);
-  whole.impl()->autograd.trainable = impl_->trainable;
+  if (whole.defined() && (whole.shape() != shape() || whole.dtype() != dtype())) {
+    throw_error<ShapeError>("Variable '{}': a whole value of shape {} and dtype {} does not match {} {}", path(),
+                            whole.shape().to_string(), dtype_name(whole.dtype()), shape().to_string(),
+                            dtype_name(dtype()));
+  }
+  Tensor value = whole.defined() ? whole : assemble_whole(path(), impl_->devices->values, impl_->devices->blocks);
+  value.impl()->autograd.trainable = impl_->trainable;
   impl_->devices = nullptr;
-  impl_->value = std::move(whole);
+  impl_->value = std::move(value);
+}
+
+std::vector<bool> Variable::held_blocks() const {
+  if (impl().devices == nullptr) return {true};
+  const DeviceValues& devices = *impl_->devices;
+  std::vector<bool> held(static_cast<size_t>(block_count(devices.values, devices.blocks)), devices.blocks.empty());
+  for (int k : devices.blocks) held[static_cast<size_t>(k)] = true;
+  return held;
+}
+
+Tensor Variable::whole_of_blocks(const std::vector<bool>& take, double fill) const {
+  if (impl().devices == nullptr) return take.at(0) ? impl_->value.clone() : full(shape(), fill, dtype());
+  return assemble_whole(path(), impl_->devices->values, impl_->devices->blocks, &take, fill);
 }
 
 void Variable::device_values_changed() const {
@@ -201,11 +236,25 @@ const Tensor& Variable::distributed_value() const {
   if (MeshContext* mesh = MeshContext::current()) return devices.values[static_cast<size_t>(mesh->device())];
   std::lock_guard lock(devices.mutex);
   if (!devices.whole_current) {
-    impl_->value = gather_whole(devices.values, devices.blocks);
+    impl_->value = assemble_whole(path(), devices.values, devices.blocks);
     impl_->value.impl()->autograd.trainable = impl_->trainable;
     devices.whole_current = true;
   }
   return impl_->value;
+}
+
+// A device thread's own value (ZeRO's update swaps in a block of rows for a while); the
+// first device's elsewhere, seen whole.
+const Tensor& Variable::distributed_shape_source() const {
+  const DeviceValues& devices = *impl_->devices;
+  if (MeshContext* mesh = MeshContext::current()) return devices.values[static_cast<size_t>(mesh->device())];
+  return devices.values.front();
+}
+
+const Shape& Variable::distributed_shape() const {
+  const Tensor& value = distributed_shape_source();
+  if (MeshContext::current() == nullptr && value.impl()->sharding != nullptr) return value.impl()->sharding->global_shape;
+  return value.shape();
 }
 
 }  // namespace chorus::autograd

@@ -34,6 +34,10 @@ class Variable {
   std::string name() const;
   bool trainable() const { return impl().trainable; }
   bool defined() const { return impl_ != nullptr; }
+  // Whether both handles are the same variable; id() tells variables apart in a set.
+  // Neither reads the value (which, distributed, would be gathered).
+  bool is(const Variable& other) const { return impl_ == other.impl_; }
+  const void* id() const { return impl_.get(); }
 
   // The value as a tensor; ops on it are recorded when the variable is trainable. On a
   // device thread of a model-parallel step: that device's value (a sharded tensor where
@@ -44,8 +48,17 @@ class Variable {
     return i.value;
   }
   operator const Tensor&() const { return value(); }  // NOLINT: use a variable wherever a tensor goes
-  const Shape& shape() const { return value().shape(); }
-  DType dtype() const { return value().dtype(); }
+  // Neither gathers a distributed value.
+  const Shape& shape() const {
+    const Impl& i = impl();
+    if (i.devices != nullptr) [[unlikely]] return distributed_shape();
+    return i.value.shape();
+  }
+  DType dtype() const {
+    const Impl& i = impl();
+    if (i.devices != nullptr) [[unlikely]] return distributed_shape_source().dtype();
+    return i.value.dtype();
+  }
 
   // Model parallelism: keeps the value as `values[d]` on mesh device d from now on — the
   // whole value where it is replicated, or a sharded tensor (core/sharding.h) holding
@@ -59,8 +72,16 @@ class Variable {
   // Puts `value` in place of device `device`'s value and returns the value it had (for a
   // while: ZeRO's update of some rows). Not checked; the caller restores it.
   Tensor exchange_device_value(size_t device, Tensor value) const;
-  // Back to one whole value (the gathered one).
-  void gather_device_values() const;
+  // Back to one whole value: `whole` when given, else the one gathered from the devices.
+  void gather_device_values(const Tensor& whole = Tensor()) const;
+  // Under a mesh that spans workers, this process's devices hold only some blocks of a
+  // sharded variable (value() outside a step then throws ValueError naming it). Per block
+  // along the sharded dimension (one where replicated), whether a device here holds it.
+  std::vector<bool> held_blocks() const;
+  // The whole value with block k copied from this process's devices where take[k] and
+  // `fill` elsewhere (models::whole_values adds the workers' parts into the whole).
+  // REQUIRES: take[k] only where held_blocks()[k], and take has one entry per block.
+  Tensor whole_of_blocks(const std::vector<bool>& take, double fill) const;
   // Forgets the gathered whole value after the devices' values changed (a step ran).
   void device_values_changed() const;
 
@@ -107,6 +128,8 @@ class Variable {
     std::optional<RowShard> row_shard;
   };
   const Tensor& distributed_value() const;
+  const Tensor& distributed_shape_source() const;
+  const Shape& distributed_shape() const;
   const Impl& impl() const {
     if (!impl_) throw Error("Variable: use of an undefined variable");
     return *impl_;

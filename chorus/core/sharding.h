@@ -29,7 +29,8 @@ class MeshContext {
   // The calling thread's context, or nullptr outside a model-parallel step.
   static MeshContext* current();
 
-  // This device's index in the mesh's device list.
+  // This device among the process's devices of the mesh (the index of its Variable
+  // device values); its place in the mesh is axis_index().
   virtual int device() const = 0;
   virtual int axis_size(int axis) const = 0;
   // This device's position along `axis`.

@@ -21,7 +21,31 @@ std::string dims_string(const std::vector<int64_t>& dims) {
   return out + (dims.size() == 1 ? ",)" : ")");
 }
 
+// Throws IndexError unless `device` is one of list_devices().
+void check_job_device(const Device& device) {
+  const auto group = worker_group();
+  const auto local = static_cast<int>(distribute::list_devices().size());
+  if (group == nullptr || !device.is_cpu() || device.index < local) {
+    distribute::check_device(device);
+    return;
+  }
+  const int job = local * group->size();
+  if (device.index >= job) {
+    throw_error<IndexError>("{} does not exist: the job has {} logical CPU devices ({} workers of {}; cpu:0..cpu:{})",
+                            device.to_string(), job, group->size(), local, job - 1);
+  }
+}
+
 }  // namespace
+
+std::vector<Device> list_devices(std::string_view device_type) {
+  std::vector<Device> devices = distribute::list_devices(device_type);
+  const auto group = worker_group();
+  if (group == nullptr) return devices;
+  const auto local = static_cast<int>(devices.size());
+  for (int i = local; i < local * group->size(); ++i) devices.push_back(Device::cpu(i));
+  return devices;
+}
 
 DeviceMesh::DeviceMesh(std::vector<int64_t> shape, std::vector<std::string> axis_names, std::vector<Device> devices)
     : shape_(std::move(shape)), axis_names_(std::move(axis_names)), devices_(std::move(devices)) {
@@ -42,7 +66,7 @@ DeviceMesh::DeviceMesh(std::vector<int64_t> shape, std::vector<std::string> axis
     throw ValueError("DeviceMesh: axis names must be distinct");
   }
   for (size_t i = 0; i < devices_.size(); ++i) {
-    distribute::check_device(devices_[i]);
+    check_job_device(devices_[i]);
     for (size_t j = 0; j < i; ++j) {
       if (devices_[i] == devices_[j]) {
         throw_error<ValueError>("DeviceMesh: device {} is listed twice", devices_[i].to_string());
@@ -68,7 +92,35 @@ struct Distribution::Runtime {
 };
 
 Distribution::Distribution(DeviceMesh device_mesh)
-    : device_mesh_(std::move(device_mesh)), workers_(worker_group()), runtime_(std::make_shared<Runtime>()) {}
+    : device_mesh_(std::move(device_mesh)), workers_(worker_group()), runtime_(std::make_shared<Runtime>()) {
+  if (workers_ == nullptr) return;
+  const auto local = static_cast<int64_t>(distribute::list_devices().size());
+  const auto held = static_cast<int64_t>(device_mesh_.devices().size());
+  spans_workers_ = held > local;
+  if (spans_workers_ && held != local * workers_->size()) {
+    throw_error<ValueError>("DeviceMesh: a mesh over several workers' devices holds every device of the job, {} "
+                            "({} workers of {}), got {}",
+                            local * workers_->size(), workers_->size(), local, held);
+  }
+  for (const Device& device : device_mesh_.devices()) {
+    if (!spans_workers_ && device.index >= local) {
+      throw_error<ValueError>("DeviceMesh: {} is another worker's device (each worker has cpu:0..cpu:{}); a mesh "
+                              "over several workers' devices holds all {} of them",
+                              device.to_string(), local - 1, local * workers_->size());
+    }
+  }
+}
+
+std::vector<Device> Distribution::local_devices() const {
+  if (!spans_workers_) return device_mesh_.devices();
+  const auto local = static_cast<int>(distribute::list_devices().size());
+  const int first = workers_->rank() * local;
+  std::vector<Device> out;
+  for (const Device& device : device_mesh_.devices()) {
+    if (device.index >= first && device.index < first + local) out.push_back(Device::cpu(device.index - first));
+  }
+  return out;
+}
 
 int Distribution::num_workers() const { return workers_ ? workers_->size() : 1; }
 
@@ -76,7 +128,7 @@ Distribution::~Distribution() = default;
 
 std::shared_ptr<distribute::ReplicaPool> Distribution::replica_pool() const {
   std::lock_guard lock(runtime_->mutex);
-  if (!runtime_->pool) runtime_->pool = std::make_shared<distribute::ReplicaPool>(device_mesh_.devices());
+  if (!runtime_->pool) runtime_->pool = std::make_shared<distribute::ReplicaPool>(local_devices());
   return runtime_->pool;
 }
 
@@ -90,13 +142,36 @@ DeviceMesh data_mesh(std::vector<Device> devices) {
 }
 }  // namespace
 
-DataParallel::DataParallel(std::vector<Device> devices) : Distribution(data_mesh(std::move(devices))) {}
+DataParallel::DataParallel(std::vector<Device> devices) : Distribution(data_mesh(std::move(devices))) {
+  check_worker_order();
+}
 
 DataParallel::DataParallel(DeviceMesh device_mesh) : Distribution(std::move(device_mesh)) {
   if (this->device_mesh().shape().size() != 1) {
     throw_error<ValueError>("DataParallel: expected a 1-D device mesh, got one with {} dimensions",
                             this->device_mesh().shape().size());
   }
+  check_worker_order();
+}
+
+// Each worker takes its contiguous rows of every batch (DataParallel across workers), so
+// over the job's devices, worker w's come w-th.
+void DataParallel::check_worker_order() const {
+  if (!mesh_spans_workers()) return;
+  const auto local = static_cast<int>(distribute::list_devices().size());
+  const std::vector<Device>& devices = device_mesh().devices();
+  for (size_t p = 0; p < devices.size(); ++p) {
+    if (devices[p].index / local != static_cast<int>(p) / local) {
+      throw_error<ValueError>("DataParallel: the devices of several workers go in worker order (list_devices()); "
+                              "position {} holds {}, a device of worker {}",
+                              p, devices[p].to_string(), devices[p].index / local);
+    }
+  }
+}
+
+int DataParallel::num_replicas() const {
+  const auto devices = static_cast<int>(device_mesh().devices().size());
+  return mesh_spans_workers() ? devices : devices * num_workers();
 }
 
 TensorLayout DataParallel::get_data_layout(const Shape& data_shape) const {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chorus/autograd/variable.h"
@@ -23,11 +24,14 @@ class WorkerGroup;
 
 namespace chorus::distribution {
 
-// Devices arranged in an N-D grid with named axes (keras.distribution.DeviceMesh).
+// Devices arranged in an N-D grid with named axes (keras.distribution.DeviceMesh). In a
+// multi-worker job a mesh holds either this worker's devices (every worker gives the same
+// mesh of its own) or every device of the job (list_devices()): then it spans the workers.
 class DeviceMesh {
  public:
   // Throws ValueError unless shape's product equals the number of devices and there is
-  // one distinct axis name per dimension; IndexError for a device that does not exist.
+  // one distinct axis name per dimension; IndexError for a device that does not exist
+  // (in the job, after initialize()).
   DeviceMesh(std::vector<int64_t> shape, std::vector<std::string> axis_names, std::vector<Device> devices);
 
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -74,16 +78,21 @@ class Distribution {
   virtual int num_replicas() const = 0;
 
   // The multi-worker job this distribution spans (distribution::initialize() before it
-  // was made), or nullptr for this process alone. The mesh holds the local devices;
-  // every worker contributes as many.
+  // was made), or nullptr for this process alone. Every worker contributes as many
+  // devices: the mesh holds either this worker's devices or all of the job's.
   const std::shared_ptr<distribute::WorkerGroup>& workers() const { return workers_; }
   int num_workers() const;
+  // Whether the mesh holds the devices of every worker (list_devices() after initialize())
+  // rather than each worker's own.
+  bool mesh_spans_workers() const { return spans_workers_; }
+  // The devices of the mesh this process runs, in mesh order, as its local devices.
+  std::vector<Device> local_devices() const;
 
   // Makes this the current distribution until the scope ends (Keras's `with
   // distribution.scope():`).
   DistributionScope scope() const;
 
-  // The replica threads, one per device of the mesh; made on the first call.
+  // The replica threads, one per local device of the mesh; made on the first call.
   std::shared_ptr<distribute::ReplicaPool> replica_pool() const;
 
   virtual std::shared_ptr<Distribution> clone() const = 0;
@@ -96,13 +105,15 @@ class Distribution {
   struct Runtime;
   DeviceMesh device_mesh_;
   std::shared_ptr<distribute::WorkerGroup> workers_;
+  bool spans_workers_ = false;
   std::shared_ptr<Runtime> runtime_;
 };
 
 // Synchronous data parallelism: variables mirrored on every device (on a CPU host the
 // mirrors share one buffer), each batch split along its first axis over a 1-D mesh — and
 // over every worker of the job after distribution::initialize() (Keras's multi-process
-// DataParallel): each worker takes its contiguous rows of every global batch.
+// DataParallel): each worker takes its contiguous rows of every global batch. The mesh
+// holds this worker's devices, or the job's (list_devices()) in worker order.
 class DataParallel : public Distribution {
  public:
   // All local devices when `devices` is empty. Throws ValueError for a device listed
@@ -115,9 +126,17 @@ class DataParallel : public Distribution {
 
   TensorLayout get_data_layout(const Shape& data_shape) const override;
   TensorLayout get_variable_layout(const autograd::Variable& variable) const override;
-  int num_replicas() const override { return static_cast<int>(device_mesh().devices().size()) * num_workers(); }
+  int num_replicas() const override;
   std::shared_ptr<Distribution> clone() const override { return std::make_shared<DataParallel>(*this); }
+
+ private:
+  void check_worker_order() const;
 };
+
+// Every device of the job (keras.distribution.list_devices, as JAX numbers them): after
+// initialize(), worker w's local device i is cpu:(w * n + i) where each worker has n;
+// before, this process's devices. A DeviceMesh over them spans the workers.
+std::vector<Device> list_devices(std::string_view device_type = "");
 
 // The current distribution (nullptr: one device), read by Model::compile.
 std::shared_ptr<Distribution> distribution();

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <thread>
 #include <unordered_map>
+
+#include <fmt/format.h>
 
 #include "chorus/autograd/tape.h"
 #include "chorus/core/sharding.h"
@@ -60,7 +63,7 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
       }
       reduced[i] = grad;
     }
-    if (runner_.workers_ != nullptr && runner_.workers_->size() > 1) runner_.reduce_across_workers(device_, reduced);
+    if (runner_.batch_continues_across_workers()) runner_.reduce_across_workers(device_, reduced);
     // ZeRO: this device's rows of the variables whose state is split over the batch axis.
     std::vector<std::pair<size_t, Tensor>> whole_values;
     for (size_t i = 0; i < variables.size(); ++i) {
@@ -86,7 +89,7 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
   void assign_mean(const autograd::Variable& variable, const Tensor& value) override {
     std::vector<Tensor> mean{value * scale()};
     all_reduce(mean[0], runner_.distribution_->batch_axis());
-    if (runner_.workers_ != nullptr && runner_.workers_->size() > 1) runner_.reduce_across_workers(device_, mean);
+    if (runner_.batch_continues_across_workers()) runner_.reduce_across_workers(device_, mean);
     variable.assign(mean[0]);
   }
 
@@ -148,49 +151,126 @@ class MeshRunner::Context final : public ReplicaContext, public MeshContext {
 };
 
 MeshRunner::MeshRunner(std::shared_ptr<const distribution::ModelParallel> distribution)
-    : distribution_(std::move(distribution)), workers_(distribution_->workers()), pool_(distribution_->replica_pool()) {
+    : distribution_(std::move(distribution)),
+      workers_(distribution_->workers()),
+      pool_(distribution_->replica_pool()),
+      spans_workers_(distribution_->mesh_spans_workers()) {
   const std::vector<int64_t>& shape = distribution_->device_mesh().shape();
+  const std::vector<Device>& devices = distribution_->device_mesh().devices();
   batch_size_ = static_cast<int>(shape[static_cast<size_t>(distribution_->batch_axis())]);
   staged_.resize(static_cast<size_t>(pool_->size()));
-  for (int d = 0; d < pool_->size(); ++d) {
+  const int local = spans_workers_ ? static_cast<int>(devices.size()) / workers_->size() : pool_->size();
+  for (size_t p = 0; p < devices.size(); ++p) {
     std::vector<int> coords(shape.size());
-    int rest = d;
+    auto rest = static_cast<int>(p);
     for (size_t a = shape.size(); a-- > 0;) {
       coords[a] = rest % static_cast<int>(shape[a]);
       rest /= static_cast<int>(shape[a]);
     }
-    coordinates_.push_back(std::move(coords));
-    contexts_.push_back(std::make_unique<Context>(*this, d, pool_->size()));
+    const int worker = spans_workers_ ? devices[p].index / local : (workers_ ? workers_->rank() : 0);
+    // The pool runs this worker's devices in mesh order (Distribution::local_devices).
+    if (!workers_ || worker == workers_->rank()) coordinates_.push_back(coords);
+    positions_.push_back(std::move(coords));
+    position_workers_.push_back(worker);
   }
+  for (int d = 0; d < pool_->size(); ++d) contexts_.push_back(std::make_unique<Context>(*this, d, pool_->size()));
   make_communicators();
 }
 
-// The variables go back to one whole value each (a model compiled again places them anew).
+// The variables go back to one whole value each (a model compiled again places them anew);
+// those split over several workers' devices cannot gather here (Model::compile does).
 MeshRunner::~MeshRunner() {
-  for (const autograd::Variable& v : placed_) v.gather_device_values();
+  for (const autograd::Variable& v : placed_) {
+    const std::vector<bool> held = v.held_blocks();
+    if (std::all_of(held.begin(), held.end(), [](bool h) { return h; })) v.gather_device_values();
+  }
 }
 
 // For each axis, one group per line of devices along it (the devices whose coordinates
-// differ only there), ranked by their position on the axis.
+// differ only there), ranked by their position on the axis: in-process communicators
+// where the line's devices are all this worker's, else Gloo, each device connecting its
+// own (at once: each waits for the whole line).
 void MeshRunner::make_communicators() {
+  static std::atomic<int> generation{0};  // the same on every worker: they make meshes alike
+  const int made = generation.fetch_add(1);
   const std::vector<int64_t>& shape = distribution_->device_mesh().shape();
   comms_.clear();
   comms_.resize(shape.size());
+  std::vector<std::function<void()>> connects;
   for (size_t a = 0; a < shape.size(); ++a) {
     comms_[a].resize(static_cast<size_t>(pool_->size()));
-    std::map<std::vector<int>, std::vector<std::unique_ptr<Communicator>>> lines;
-    for (int d = 0; d < pool_->size(); ++d) {
-      std::vector<int> key = coordinates_[static_cast<size_t>(d)];
+    std::map<std::vector<int>, std::vector<int>> lines;  // line key -> worker of each position along it
+    for (size_t p = 0; p < positions_.size(); ++p) {
+      std::vector<int> key = positions_[p];
       key[a] = 0;
       auto& line = lines[key];
-      if (line.empty()) line = make_local_communicators(static_cast<int>(shape[a]));
-      comms_[a][static_cast<size_t>(d)] = std::move(line[static_cast<size_t>(coordinates_[static_cast<size_t>(d)][a])]);
+      line.resize(static_cast<size_t>(shape[a]));
+      line[static_cast<size_t>(positions_[p][a])] = position_workers_[p];
     }
+    std::map<std::vector<int>, std::vector<std::unique_ptr<Communicator>>> local_lines;
+    for (int d = 0; d < pool_->size(); ++d) {
+      const std::vector<int>& coords = coordinates_[static_cast<size_t>(d)];
+      std::vector<int> key = coords;
+      key[a] = 0;
+      const std::vector<int>& workers = lines[key];
+      const bool crosses = std::any_of(workers.begin(), workers.end(), [&](int w) { return w != workers[0]; });
+      auto& slot = comms_[a][static_cast<size_t>(d)];
+      if (!crosses) {
+        auto& line = local_lines[key];
+        if (line.empty()) line = make_local_communicators(static_cast<int>(shape[a]));
+        slot = std::move(line[static_cast<size_t>(coords[a])]);
+        continue;
+      }
+      std::string name = fmt::format("mesh{}/axis{}/line", made, a);
+      for (int c : key) name += fmt::format("_{}", c);
+      connects.emplace_back([this, &slot, name, rank = coords[a], size = static_cast<int>(shape[a])] {
+        slot = workers_->connect(name, rank, size);
+      });
+    }
+  }
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(connects.size());
+  for (size_t i = 0; i < connects.size(); ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        connects[i]();
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
   }
   comms_broken_ = false;
 }
 
-int MeshRunner::batch_positions() const { return batch_size_ * (workers_ != nullptr ? workers_->size() : 1); }
+std::vector<int> MeshRunner::slice_workers() const {
+  std::vector<int> out;
+  if (!spans_workers_) {
+    for (int w = 0; w < (workers_ ? workers_->size() : 1); ++w) out.insert(out.end(), static_cast<size_t>(batch_size_), w);
+    return out;
+  }
+  // Batch position b is reported by its device at position 0 of every other axis.
+  const auto batch = static_cast<size_t>(distribution_->batch_axis());
+  out.resize(static_cast<size_t>(batch_size_));
+  for (size_t p = 0; p < positions_.size(); ++p) {
+    const std::vector<int>& coords = positions_[p];
+    bool first = true;
+    for (size_t a = 0; a < coords.size(); ++a) first = first && (a == batch || coords[a] == 0);
+    if (first) out[static_cast<size_t>(coords[batch])] = position_workers_[p];
+  }
+  return out;
+}
+
+int MeshRunner::batch_positions() const {
+  return batch_continues_across_workers() ? batch_size_ * workers_->size() : batch_size_;
+}
+
+bool MeshRunner::batch_continues_across_workers() const {
+  return !spans_workers_ && workers_ != nullptr && workers_->size() > 1;
+}
 
 bool MeshRunner::reports(int replica) const {
   const std::vector<int>& coords = coordinates_[static_cast<size_t>(replica)];
@@ -266,7 +346,7 @@ int MeshRunner::run(int64_t global_rows, std::optional<int64_t> own_rows, bool /
   if (comms_broken_) make_communicators();
   const int batch = distribution_->batch_axis();
   // Every worker's batch-axis positions in turn: worker w's position b is w * batch_size_ + b.
-  const int first = workers_ != nullptr ? workers_->rank() * batch_size_ : 0;
+  const int first = batch_continues_across_workers() ? workers_->rank() * batch_size_ : 0;
   const auto slices = ReplicaRunner::split(global_rows, batch_positions());
   static std::atomic<uint64_t> next_step_id{0};
   const uint64_t step_id = next_step_id.fetch_add(1);

@@ -104,7 +104,8 @@ VariablePlacement ModelParallel::placement_of(const std::string& path, const Ten
 }
 
 int ModelParallel::num_replicas() const {
-  return static_cast<int>(device_mesh().shape()[static_cast<size_t>(batch_axis_)]) * num_workers();
+  const auto positions = static_cast<int>(device_mesh().shape()[static_cast<size_t>(batch_axis_)]);
+  return mesh_spans_workers() ? positions : positions * num_workers();
 }
 
 }  // namespace chorus::distribution

@@ -65,7 +65,8 @@ class ModelParallel : public Distribution {
   // it anyway). Throws ValueError as placement() does.
   std::optional<VariablePlacement> output_placement(const std::string& layer_path, const Shape& shape) const;
 
-  // The data-parallel replicas: the batch axis's size (times the workers).
+  // The data-parallel replicas: the batch axis's size (times the workers, unless the mesh
+  // spans them).
   int num_replicas() const override;
   std::shared_ptr<Distribution> clone() const override { return std::make_shared<ModelParallel>(*this); }
 

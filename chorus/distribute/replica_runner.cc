@@ -163,6 +163,12 @@ ReplicaRunner::ReplicaRunner(std::shared_ptr<ReplicaPool> pool, std::shared_ptr<
 
 int ReplicaRunner::num_workers() const { return workers_ ? workers_->size() : 1; }
 
+std::vector<int> ReplicaRunner::slice_workers() const {
+  std::vector<int> out;
+  for (int w = 0; w < num_workers(); ++w) out.insert(out.end(), static_cast<size_t>(num_replicas()), w);
+  return out;
+}
+
 ReplicaRunner::~ReplicaRunner() = default;
 
 std::vector<std::pair<int64_t, int64_t>> ReplicaRunner::split(int64_t rows, int replicas) {

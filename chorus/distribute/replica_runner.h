@@ -34,6 +34,7 @@ class ReplicaRunner : public StepRunner {
   int num_replicas() const override { return pool_->size(); }
   int num_workers() const;
   WorkerGroup* workers() const override { return workers_.get(); }
+  std::vector<int> slice_workers() const override;
 
   // The slices of `rows` rows over `replicas`: {begin, end} per replica, the first
   // rows % replicas replicas one row longer, so replica 0 is empty only if rows is 0.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 namespace chorus::distribute {
 
@@ -23,9 +24,10 @@ class StepRunner {
   // batch and returns how many replicas ran (1 .. num_replicas()). See ReplicaRunner::run.
   virtual int run(int64_t global_rows, std::optional<int64_t> own_rows, bool training,
                   const std::function<void(int replica, int64_t begin, int64_t end)>& step) = 0;
-  // How many slices each worker's share of a batch is cut into (one per replica, or one
-  // per batch-axis position of a mesh): the workers' shares of predict's rows follow it.
-  virtual int row_slices() const { return num_replicas(); }
+  // A batch over the whole job is cut into slices of rows (one per data-parallel replica,
+  // or per batch-axis position of a mesh): for each slice in row order, the worker whose
+  // replicas compute and report it. Predict's rows are gathered by it.
+  virtual std::vector<int> slice_workers() const = 0;
   // Whether replica r's metrics and outputs are to be kept: false where r repeats another
   // replica's rows (the devices of one model-parallel group all compute its outputs).
   virtual bool reports(int /*replica*/) const { return true; }

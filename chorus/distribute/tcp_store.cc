@@ -54,7 +54,7 @@ TcpStore::TcpStore(const ClusterSpec& cluster, TcpStoreOptions options)
   }
   if (cluster.store_on_launcher) {
     host_ = "chorus launch on node 0";
-  } else if (cluster.is_chief()) {
+  } else if (cluster.is_chief() && !options.client_only) {
     server_ = std::make_unique<TcpStoreServer>(cluster.master_addr, cluster.master_port, job_id_);
   }
   connect(cluster.master_addr, cluster.master_port);

@@ -32,6 +32,8 @@ struct TcpStoreOptions {
   // How long a client retries connecting (with backoff) before giving up: a worker that
   // starts before rank 0 still joins.
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(60);
+  // Connect only, even on rank 0: another connection to a store this process serves.
+  bool client_only = false;
 };
 
 class TcpStore : public gloo::rendezvous::Store {

@@ -67,26 +67,11 @@ std::string gloo_bind_address(const ClusterSpec& cluster) {
   return address;
 }
 
-WorkerGroup::WorkerGroup(ClusterSpec cluster) : cluster_(std::move(cluster)) {
-  const std::chrono::milliseconds deadline = collective_deadline();
+WorkerGroup::WorkerGroup(ClusterSpec cluster) : cluster_(std::move(cluster)), deadline_(collective_deadline()) {
   GlooOptions gloo = gloo_options_from_env();
-  gloo.timeout = deadline;
+  gloo.timeout = deadline_;
   gloo.hostname = gloo_bind_address(cluster_);  // before the store: a bad address fails fast
-  if (std::string dir = env("CHORUS_RENDEZVOUS_DIR"); !dir.empty()) {
-    // Gloo's FileStore on a shared filesystem; a directory per job keeps jobs apart.
-    const std::filesystem::path path = std::filesystem::path(dir) / cluster_.job_id;
-    std::error_code error;
-    std::filesystem::create_directories(path, error);
-    if (error) {
-      throw_error<IOError>("multi-worker: cannot create the rendezvous directory {}: {}", path.string(),
-                           error.message());
-    }
-    store_ = std::make_unique<gloo::rendezvous::FileStore>(path.string());
-  } else {
-    TcpStoreOptions options;
-    options.timeout = deadline;
-    store_ = std::make_unique<TcpStore>(cluster_, options);
-  }
+  store_ = open_store(/*serve=*/true);
   // Unseeded shuffles must agree across workers: each takes its rows of the same batches.
   uint64_t seed = 0;
   if (rank() == 0) {
@@ -95,6 +80,38 @@ WorkerGroup::WorkerGroup(ClusterSpec cluster) : cluster_(std::move(cluster)) {
   }
   set_unseeded_seed_stream(chief_value(seed));
   communicator_ = std::make_unique<GlooCommunicator>(cluster_, *store_, gloo);
+}
+
+// Gloo's FileStore on a shared filesystem (CHORUS_RENDEZVOUS_DIR; a directory per job keeps
+// jobs apart), else a connection to the job's TCP store, which rank 0 serves (`serve`: the
+// first connection) unless the launcher does.
+std::unique_ptr<gloo::rendezvous::Store> WorkerGroup::open_store(bool serve) const {
+  if (std::string dir = env("CHORUS_RENDEZVOUS_DIR"); !dir.empty()) {
+    const std::filesystem::path path = std::filesystem::path(dir) / cluster_.job_id;
+    std::error_code error;
+    std::filesystem::create_directories(path, error);
+    if (error) {
+      throw_error<IOError>("multi-worker: cannot create the rendezvous directory {}: {}", path.string(),
+                           error.message());
+    }
+    return std::make_unique<gloo::rendezvous::FileStore>(path.string());
+  }
+  TcpStoreOptions options;
+  options.timeout = deadline_;
+  options.client_only = !serve;
+  return std::make_unique<TcpStore>(cluster_, options);
+}
+
+std::unique_ptr<Communicator> WorkerGroup::connect(const std::string& name, int rank, int size) {
+  GlooOptions gloo = gloo_options_from_env();
+  gloo.timeout = deadline_;
+  gloo.hostname = gloo_bind_address(cluster_);
+  gloo.name = name;
+  ClusterSpec members = cluster_;
+  members.rank = rank;
+  members.world_size = size;
+  const std::unique_ptr<gloo::rendezvous::Store> store = open_store(/*serve=*/false);
+  return std::make_unique<GlooCommunicator>(members, *store, gloo);
 }
 
 WorkerGroup::~WorkerGroup() = default;

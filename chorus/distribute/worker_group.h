@@ -5,6 +5,7 @@
 // it; its collectives are issued by one thread at a time (the trainer's).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -43,6 +44,12 @@ class WorkerGroup {
   // and every other rank throws IOError saying rank 0 failed.
   void on_chief_then_barrier(const std::function<void()>& write);
 
+  // A new communicator among some participants of the job (a mesh line across workers):
+  // this one is `rank` of `size`, and the others call connect() with the same `name`.
+  // Thread-safe: each call connects through a store connection of its own, so one
+  // process may connect several participants at once (it must, for they wait for all).
+  std::unique_ptr<Communicator> connect(const std::string& name, int rank, int size);
+
   // Rank 0's `value`, returned on every rank: a choice each process would make alone (the
   // seed of fit's shuffle, drawn from its own layer stream) made once for the job. Every
   // rank calls it, in the same order; throws StoreError when rank 0's value does not
@@ -50,7 +57,10 @@ class WorkerGroup {
   uint64_t chief_value(uint64_t value);
 
  private:
+  std::unique_ptr<gloo::rendezvous::Store> open_store(bool serve) const;
+
   ClusterSpec cluster_;
+  std::chrono::milliseconds deadline_;
   int64_t chief_values_ = 0;  // chief_value() calls so far: each one's store key
   std::unique_ptr<gloo::rendezvous::Store> store_;
   std::unique_ptr<Communicator> communicator_;

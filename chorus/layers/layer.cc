@@ -195,11 +195,11 @@ void Layer::track(std::shared_ptr<Layer> sublayer) {
 
 std::vector<std::pair<Variable, bool>> Layer::weights_with_trainability() const {
   std::vector<std::pair<Variable, bool>> out;
-  std::unordered_set<const TensorImpl*> seen;
+  std::unordered_set<const void*> seen;
   auto visit = [&](const Layer& layer, bool parent_trainable, auto&& self) -> void {
     bool trainable = parent_trainable && layer.trainable_;
     for (const Variable& v : layer.own_weights_) {
-      if (seen.insert(v.value().impl()).second) out.emplace_back(v, trainable && v.trainable());
+      if (seen.insert(v.id()).second) out.emplace_back(v, trainable && v.trainable());
     }
     for (const Layer* sub : layer.sublayers_) self(*sub, trainable, self);
   };

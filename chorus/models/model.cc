@@ -5,10 +5,12 @@
 
 #include "chorus/core/error.h"
 #include "chorus/distribute/distribution.h"
+#include "chorus/distribute/mesh_runner.h"
 #include "chorus/distribute/replica_context.h"
 #include "chorus/distribute/replica_runner.h"
 #include "chorus/metrics/mean.h"
 #include "chorus/models/functional_graph.h"
+#include "chorus/models/whole_values.h"
 
 namespace chorus::models {
 
@@ -50,6 +52,12 @@ void Model::compile(CompileOptions options) {
     compiled_metrics_.push_back(metric.shared_ptr());
   }
   distribution_ = distribution::distribution();
+  if (auto* mesh = dynamic_cast<distribute::MeshRunner*>(runner_.get()); mesh != nullptr && mesh->spans_workers()) {
+    // The variables split over several workers' devices go back whole on every worker (the
+    // runner alone cannot: it takes a collective, which every worker's compile makes).
+    const io::NamedTensors wholes = whole_values(mesh->placed(), mesh->workers());
+    for (size_t i = 0; i < wholes.size(); ++i) mesh->placed()[i].gather_device_values(wholes[i].second);
+  }
   runner_.reset();
   workers_synced_ = false;
   placed_on_mesh_ = false;

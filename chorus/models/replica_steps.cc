@@ -53,27 +53,37 @@ void broadcast_from_chief(const std::vector<Variable>& variables, distribute::Co
   }
 }
 
-// Every worker's `local` output rows (a leaf of predict's result), in rank order: the rows
-// of the global batch in input order. `rows[w]` is worker w's row count.
-Tensor gather_rows(const Tensor& local, const std::vector<int64_t>& rows, distribute::Communicator& workers) {
-  const Tensor part = local;
-  Shape row = part.shape();
+// The rows of the global batch in input order, from every worker's `local` output rows (a
+// leaf of predict's result): slice g of the batch has rows[g] rows and is worker
+// slice_workers[g]'s, which holds its slices' rows in order.
+Tensor gather_rows(const Tensor& local, const std::vector<int64_t>& rows, const std::vector<int>& slice_workers,
+                   distribute::Communicator& workers) {
+  Shape row = local.shape();
   row[0] = 1;
-  const int64_t row_bytes = row.numel() * static_cast<int64_t>(dtype_size(part.dtype()));
-  const int64_t most = *std::max_element(rows.begin(), rows.end());
+  const int64_t row_bytes = row.numel() * static_cast<int64_t>(dtype_size(local.dtype()));
+  std::vector<int64_t> worker_rows(static_cast<size_t>(workers.size()));
+  for (size_t g = 0; g < rows.size(); ++g) worker_rows[static_cast<size_t>(slice_workers[g])] += rows[g];
+  if (local.dim(0) != worker_rows[static_cast<size_t>(workers.rank())]) {
+    throw_error<Error>("predict: this worker computed {} rows, where its slices of the batch hold {}", local.dim(0),
+                       worker_rows[static_cast<size_t>(workers.rank())]);
+  }
+  const int64_t most = *std::max_element(worker_rows.begin(), worker_rows.end());
   Tensor mine = words_for(static_cast<size_t>(most * row_bytes));
-  std::memcpy(mine.raw_data(), part.raw_data(), part.nbytes());
-  Tensor all = Tensor::empty({mine.numel() * static_cast<int64_t>(rows.size())}, kFloat32);
+  if (local.nbytes() > 0) std::memcpy(mine.raw_data(), local.raw_data(), local.nbytes());
+  Tensor all = Tensor::empty({mine.numel() * workers.size()}, kFloat32);
   workers.all_gather(mine, all);
-  Shape joined_shape = part.shape();
+  Shape joined_shape = local.shape();
   joined_shape[0] = 0;
   for (int64_t r : rows) joined_shape[0] += r;
-  Tensor joined = Tensor::empty(joined_shape, part.dtype());
+  Tensor joined = Tensor::empty(joined_shape, local.dtype());
   auto* out = static_cast<char*>(joined.raw_data());
-  for (size_t w = 0; w < rows.size(); ++w) {
+  std::vector<int64_t> taken(static_cast<size_t>(workers.size()));  // bytes of each worker's block used so far
+  for (size_t g = 0; g < rows.size(); ++g) {
+    const auto w = static_cast<size_t>(slice_workers[g]);
     const auto* block = static_cast<const char*>(all.raw_data()) + static_cast<int64_t>(w) * mine.numel() * 4;
-    std::memcpy(out, block, static_cast<size_t>(rows[w] * row_bytes));
-    out += rows[w] * row_bytes;
+    if (rows[g] > 0) std::memcpy(out, block + taken[w], static_cast<size_t>(rows[g] * row_bytes));
+    out += rows[g] * row_bytes;
+    taken[w] += rows[g] * row_bytes;
   }
   return joined;
 }
@@ -151,6 +161,10 @@ void Model::sync_workers(const Tree& batch, int64_t global_rows) {
   std::vector<Variable> variables = weights();
   std::vector<std::string> signature = training_signature(*this, global_rows);
   if (const auto* mesh = dynamic_cast<const distribution::ModelParallel*>(distribution_.get())) {
+    std::string devices;
+    for (const Device& d : mesh->device_mesh().devices()) devices += (devices.empty() ? "" : ", ") + d.to_string();
+    signature.push_back(fmt::format("a mesh of {} of {} devices: {}", mesh->device_mesh().devices().size(),
+                                    mesh->mesh_spans_workers() ? "the job's" : "each worker's", devices));
     for (const Variable& v : weights()) {  // the workers must split every variable alike
       const distribution::VariablePlacement p = mesh->placement(v);
       signature.push_back(p.axis ? fmt::format("{} split along dimension {} over mesh axis '{}'", v.path(), p.dim,
@@ -162,7 +176,7 @@ void Model::sync_workers(const Tree& batch, int64_t global_rows) {
     size_t slots = 0;
     for (const Variable& v : optimizer().variables()) {
       variables.push_back(v);
-      slots += v.value().nbytes();
+      slots += static_cast<size_t>(v.shape().numel()) * dtype_size(v.dtype());
     }
     signature.push_back(fmt::format("optimizer state {} bytes", slots));
   }
@@ -314,21 +328,23 @@ Tree Model::run_predict_step(const Tree& batch) {
   for (int r = 0; r < active; ++r) {
     if (runner->reports(r)) reporting.push_back(r);
   }
+  // A worker of a mesh that spans workers may report no rows: its part is empty.
   std::vector<Tensor> joined = outputs[0].flatten();
-  if (reporting.size() > 1) {
-    for (size_t leaf = 0; leaf < joined.size(); ++leaf) {
-      std::vector<Tensor> parts;
-      for (int r : reporting) parts.push_back(outputs[static_cast<size_t>(r)].flatten()[leaf]);
-      joined[leaf] = ops::concatenate(parts, 0);
-    }
+  for (size_t leaf = 0; leaf < joined.size(); ++leaf) {
+    std::vector<Tensor> parts;
+    for (int r : reporting) parts.push_back(outputs[static_cast<size_t>(r)].flatten()[leaf]);
+    joined[leaf] = parts.empty()       ? joined[leaf].first_axis_slice(0, 0)
+                   : parts.size() == 1 ? parts[0]
+                                       : ops::concatenate(parts, 0);
   }
   if (distribute::WorkerGroup* group = runner->workers()) {
     // Every worker returns the whole batch's predictions, as on one process.
-    const int local = runner->row_slices();
-    const auto slices = distribute::ReplicaRunner::split(batch_rows(batch, name()), local * group->size());
-    std::vector<int64_t> rows(static_cast<size_t>(group->size()));
-    for (size_t g = 0; g < slices.size(); ++g) rows[g / static_cast<size_t>(local)] += slices[g].second - slices[g].first;
-    for (Tensor& leaf : joined) leaf = gather_rows(leaf, rows, group->communicator());
+    const std::vector<int> slice_workers = runner->slice_workers();
+    std::vector<int64_t> rows;
+    for (const auto& [begin, end] : distribute::ReplicaRunner::split(batch_rows(batch, name()), static_cast<int>(slice_workers.size()))) {
+      rows.push_back(end - begin);
+    }
+    for (Tensor& leaf : joined) leaf = gather_rows(leaf, rows, slice_workers, group->communicator());
   }
   return outputs[0].unflatten(joined);
 }

@@ -98,7 +98,7 @@ void Model::summary(std::ostream& out) const {
   if (rows.empty()) s << rule("└", "─", "┴", "┘");
   auto bytes = [](const std::vector<Variable>& vars) {
     double total = 0;
-    for (const Variable& v : vars) total += static_cast<double>(v.value().nbytes());
+    for (const Variable& v : vars) total += static_cast<double>(v.shape().numel()) * dtype_size(v.dtype());
     return total;
   };
   auto count = [](const std::vector<Variable>& vars) {

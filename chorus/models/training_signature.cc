@@ -11,7 +11,7 @@ std::vector<std::string> training_signature(const Model& model, int64_t global_b
   const std::vector<Variable> trainable = model.trainable_weights();
   for (const Variable& v : model.weights()) {
     const bool is_trainable =
-        std::any_of(trainable.begin(), trainable.end(), [&](const Variable& t) { return t.value().same(v.value()); });
+        std::any_of(trainable.begin(), trainable.end(), [&](const Variable& t) { return t.is(v); });
     lines.push_back(fmt::format("{} {} {}{}", v.path(), v.shape().to_string(), dtype_name(v.dtype()),
                                 is_trainable ? "" : " non-trainable"));
   }

@@ -1,30 +1,93 @@
 #include "chorus/models/whole_values.h"
 
+#include <algorithm>
+
 #include "chorus/core/error.h"
 #include "chorus/distribute/worker_group.h"
 
 namespace chorus::models {
+namespace {
+
+// A table split by rows across the workers: every worker's rows, the last block's padding dropped.
+Tensor gather_row_blocks(const autograd::Variable& v, distribute::WorkerGroup& group) {
+  const Tensor block = v.value();
+  Shape all_shape = block.shape();
+  all_shape[0] *= group.size();
+  Tensor all = Tensor::empty(all_shape, kFloat32);
+  group.communicator().all_gather(block.view(Shape{block.numel()}), all.view(Shape{all.numel()}));
+  return all.first_axis_slice(0, v.row_shard()->whole_shape[0]);
+}
+
+// Under a mesh that spans the workers, each holds only some blocks of a sharded variable.
+// For each of `variables`, the blocks this worker adds to the whole — those no worker of a
+// lower rank holds — or an empty list where every worker holds every block (nothing to
+// gather). Every worker sees the same holdings, so all agree on what to gather.
+std::vector<std::vector<bool>> blocks_to_add(const std::vector<autograd::Variable>& variables,
+                                             distribute::WorkerGroup& group) {
+  std::vector<std::vector<bool>> held;
+  size_t count = 0;
+  for (const autograd::Variable& v : variables) {
+    held.push_back(v.held_blocks());
+    count += held.back().size();
+  }
+  Tensor mine = Tensor::empty({static_cast<int64_t>(count)}, kFloat32);
+  float* at = mine.data<float>();
+  for (const auto& blocks : held) {
+    for (bool h : blocks) *at++ = h ? 1.0F : 0.0F;
+  }
+  Tensor all = Tensor::empty({mine.numel() * group.size()}, kFloat32);
+  group.communicator().all_gather(mine, all);
+  std::vector<std::vector<bool>> out(variables.size());
+  size_t offset = 0;
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const size_t blocks = held[i].size();
+    std::vector<bool> add(blocks, false);
+    bool lacking = false;
+    for (size_t k = 0; k < blocks; ++k) {
+      int first = -1;
+      for (int w = 0; w < group.size(); ++w) {
+        const bool has = all.data<float>()[static_cast<size_t>(w) * count + offset + k] > 0;
+        lacking = lacking || !has;
+        if (has && first < 0) first = w;
+      }
+      add[k] = first == group.rank();
+    }
+    if (lacking) out[i] = std::move(add);
+    offset += blocks;
+  }
+  return out;
+}
+
+}  // namespace
 
 io::NamedTensors whole_values(const std::vector<autograd::Variable>& variables, distribute::WorkerGroup* group,
                               bool copy) {
+  const bool split_over_devices =
+      std::any_of(variables.begin(), variables.end(), [](const autograd::Variable& v) { return v.distributed(); });
+  std::vector<std::vector<bool>> added;  // empty: no worker lacks a block of any variable
+  if (group != nullptr && group->size() > 1 && split_over_devices) added = blocks_to_add(variables, *group);
   io::NamedTensors out;
-  for (const autograd::Variable& v : variables) {
-    const auto& shard = v.row_shard();
-    if (!shard) {
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const autograd::Variable& v = variables[i];
+    const bool over_devices = !added.empty() && !added[i].empty();
+    if (!v.row_shard() && !over_devices) {
       out.emplace_back(v.path(), copy ? v.value().clone() : v.value());
       continue;
     }
     if (group == nullptr || v.dtype() != kFloat32) {
-      throw_error<ValueError>("saving '{}': a variable split by rows across workers is gathered over its job, "
-                              "and only as float32 (got {}{})",
+      throw_error<ValueError>("saving '{}': a variable split across workers is gathered over its job, and only as "
+                              "float32 (got {}{})",
                               v.path(), dtype_name(v.dtype()), group == nullptr ? ", and no job" : "");
     }
-    const Tensor block = v.value();
-    Shape all_shape = block.shape();
-    all_shape[0] *= group->size();
-    Tensor all = Tensor::empty(all_shape, kFloat32);
-    group->communicator().all_gather(block.view(Shape{block.numel()}), all.view(Shape{all.numel()}));
-    out.emplace_back(v.path(), all.first_axis_slice(0, shard->whole_shape[0]));  // the last block's padding dropped
+    if (v.row_shard()) {
+      out.emplace_back(v.path(), gather_row_blocks(v, *group));
+      continue;
+    }
+    // Each block comes from one worker, the others add -0.0, which leaves every value's
+    // bits as they are (x + -0.0 == x, +0.0 included).
+    Tensor whole = v.whole_of_blocks(added[i], -0.0);
+    group->communicator().all_reduce(whole);
+    out.emplace_back(v.path(), whole);
   }
   return out;
 }

@@ -95,19 +95,19 @@ void Optimizer::build(std::span<const Variable> variables) {
   if (built_) {
     const bool same = variables.size() == built_variables_.size() &&
                       std::equal(variables.begin(), variables.end(), built_variables_.begin(),
-                                 [](const Variable& a, const Variable& b) { return a.value().same(b.value()); });
+                                 [](const Variable& a, const Variable& b) { return a.is(b); });
     if (same) return;
     throw_error<ValueError>("{}: already built for {} variables, got {} other variables; build() runs once", name_,
                             built_variables_.size(), variables.size());
   }
-  std::unordered_map<const TensorImpl*, size_t> index_of;
+  std::unordered_map<const void*, size_t> index_of;
   for (size_t i = 0; i < variables.size(); ++i) {
     const Variable& v = variables[i];
     if (v.dtype() != kFloat32) {
       throw_error<DTypeError>("{}: variable '{}' has dtype {}: only float32 variables are supported", name_,
                               v.path(), dtype_name(v.dtype()));
     }
-    if (!index_of.emplace(v.value().impl(), i).second) {
+    if (!index_of.emplace(v.id(), i).second) {
       throw_error<ValueError>("{}: variable '{}' is listed twice", name_, v.path());
     }
   }
@@ -133,7 +133,7 @@ Variable Optimizer::add_slot(const Variable& variable, const std::string& slot, 
 
 std::vector<Variable> Optimizer::slots_of(const Variable& variable) const {
   for (size_t i = 0; i < built_variables_.size(); ++i) {
-    if (built_variables_[i].value().same(variable.value())) return slots_[i];
+    if (built_variables_[i].is(variable)) return slots_[i];
   }
   return {};
 }
@@ -197,8 +197,8 @@ void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const V
     if (!grads[i].defined() && !is_sparse(i)) continue;
     const Variable& v = variables[i];
     size_t k = i;
-    if (i >= built_variables_.size() || !built_variables_[i].value().same(v.value())) {
-      const auto it = index_of_.find(v.value().impl());
+    if (i >= built_variables_.size() || !built_variables_[i].is(v)) {
+      const auto it = index_of_.find(v.id());
       if (it == index_of_.end()) {
         throw_error<ValueError>("{}: variable '{}' is not one of the {} variables this optimizer was built with",
                                 name_, v.path(), built_variables_.size());

@@ -131,7 +131,7 @@ class Optimizer {
   // The variables build() saw, in order, and their indices by identity (their value's
   // TensorImpl) for apply_gradients calls that pass a subset or another order.
   std::vector<Variable> built_variables_;
-  std::unordered_map<const TensorImpl*, size_t> index_of_;
+  std::unordered_map<const void*, size_t> index_of_;  // by Variable::id()
   std::vector<std::vector<Variable>> slots_;
   std::vector<Variable> all_slots_;
 };

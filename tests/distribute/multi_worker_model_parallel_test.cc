@@ -1,9 +1,10 @@
-// ModelParallel across worker processes (issue 21): each worker splits the model over a
-// (1, 2) mesh of its own devices and the batch axis continues across the workers, so 2
-// workers × 2 devices train as a (2, 2) mesh — and the MLP (with evaluate and predict),
-// the two-tower model and a 2-layer Transformer encoder end where one process on one
-// device does. Workers whose layouts
-// differ fail the start-up check.
+// ModelParallel across worker processes (issue 21). Either each worker splits the model
+// over a (1, 2) mesh of its own devices and the batch axis continues across the workers,
+// so 2 workers × 2 devices train as a (2, 2) mesh; or the mesh holds all 4 devices of the
+// job (distribution::list_devices()) and its model axis spans the workers. Either way the
+// MLP (with evaluate and predict), the two-tower model and a 2-layer Transformer encoder
+// end where one process on one device does. Workers whose layouts differ fail the
+// start-up check; a mesh over some but not all of the job's devices is refused.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -22,16 +23,37 @@ using nlohmann::json;
 using testing::MultiWorkerTest;
 using testing::ScenarioRun;
 
-// Compiles `model` under ModelParallel with `layouts` over this worker's 2 devices when
-// multi-worker, else on one device.
+// The meshes a multi-worker scenario runs on (2 workers × 2 devices).
+enum class Mesh {
+  kEachWorker,    // (1, 2) over each worker's own devices: the batch axis goes on across workers
+  kSpanning,      // (1, 4) over the job's devices: the model axis spans both workers
+  kCrossedModel,  // (2, 2) over cpu:0, cpu:2, cpu:1, cpu:3: each model line spans both workers,
+                  // each batch line is one worker's
+};
+
+distribution::DeviceMesh mesh_of(Mesh mesh) {
+  switch (mesh) {
+    case Mesh::kEachWorker:
+      return distribution::DeviceMesh({1, 2}, {"batch", "model"}, {Device::cpu(0), Device::cpu(1)});
+    case Mesh::kSpanning:
+      return distribution::DeviceMesh({1, 4}, {"batch", "model"}, distribution::list_devices());
+    case Mesh::kCrossedModel:
+      return distribution::DeviceMesh({2, 2}, {"batch", "model"},
+                                      {Device::cpu(0), Device::cpu(2), Device::cpu(1), Device::cpu(3)});
+  }
+  throw std::logic_error("mesh_of: unknown mesh");
+}
+
+// Compiles `model` under ModelParallel with `layouts` over `mesh` when multi-worker, else
+// on one device.
 void compile_sharded(ScenarioRun& run, models::Model& model, models::CompileOptions options,
-                     const std::vector<std::pair<std::string, distribution::TensorLayout>>& layouts) {
+                     const std::vector<std::pair<std::string, distribution::TensorLayout>>& layouts,
+                     Mesh mesh = Mesh::kEachWorker) {
   if (!run.multi_worker()) {
     model.compile(std::move(options));
     return;
   }
-  std::vector<Device> devices{Device::cpu(0), Device::cpu(1)};
-  distribution::LayoutMap layout_map(distribution::DeviceMesh({1, 2}, {"batch", "model"}, devices));
+  distribution::LayoutMap layout_map(mesh_of(mesh));
   for (const auto& [key, layout] : layouts) layout_map[key] = layout;
   auto scope = distribution::ModelParallel(layout_map).scope();
   model.compile(std::move(options));
@@ -39,7 +61,7 @@ void compile_sharded(ScenarioRun& run, models::Model& model, models::CompileOpti
 
 // The MLP with its hidden layers split Megatron-style over the model axis when multi-worker
 // ("mismatch": rank 1 splits d2 by columns instead), on one device when alone.
-json fit_sharded_mlp_scenario(ScenarioRun& run, bool mismatch) {
+json fit_sharded_mlp_scenario(ScenarioRun& run, bool mismatch, Mesh mesh = Mesh::kEachWorker) {
   layers::set_random_seed(7);
   Tensor x = layers::Input({4});
   Tensor h = layers::Dense(8, {.activation = "relu", .name = "d1"})(x);
@@ -47,15 +69,24 @@ json fit_sharded_mlp_scenario(ScenarioRun& run, bool mismatch) {
   models::Model model(x, layers::Dense(3, {.name = "d3"})(h));
   const distribution::TensorLayout d2 = mismatch && run.rank() == 1 ? distribution::TensorLayout{std::nullopt, "model"}
                                                                       : distribution::TensorLayout{"model", std::nullopt};
-  compile_sharded(run, model, testing::mlp_compile_options(optimizers::SGD({.learning_rate = 0.1})),
-                  {{"d1/kernel", {std::nullopt, "model"}}, {"d1/bias", {"model"}}, {"d2/kernel", d2}});
+  const std::vector<std::pair<std::string, distribution::TensorLayout>> layouts{
+      {"d1/kernel", {std::nullopt, "model"}}, {"d1/bias", {"model"}}, {"d2/kernel", d2}};
+  const auto options = testing::mlp_compile_options(optimizers::Adam({.learning_rate = 0.01}));
+  compile_sharded(run, model, options, layouts, mesh);
   auto train = testing::separable_blobs(98, 3), test = testing::separable_blobs(41, 9);
-  models::History history = model.fit(train.x, train.y, {.epochs = 3, .batch_size = 16, .verbose = 0, .shuffle = false});
+  models::History history = model.fit(train.x, train.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
+  // Compiled again (the variables gathered whole, then placed anew), the same optimizer goes on.
+  compile_sharded(run, model, options, layouts, mesh);
+  model.fit(train.x, train.y, {.epochs = 1, .batch_size = 16, .verbose = 0, .shuffle = false});
   json out = testing::outcome(model, history);
   for (const auto& [key, value] : model.evaluate(test.x, test.y, {.batch_size = 10, .verbose = 0})) {
     out["evaluate"][key] = value;
   }
   out["predict"] = model.predict(test.x, {.batch_size = 10}).tensor().to_vector<float>();
+  // Which blocks of d1/kernel this worker's devices hold (sharded, not copied, across workers).
+  for (const autograd::Variable& v : model.weights()) {
+    if (v.path() == "d1/kernel" && run.multi_worker()) out["d1_kernel_blocks_held"] = v.held_blocks();
+  }
   return out;
 }
 
@@ -84,17 +115,18 @@ json fit_batch_norm_scenario(ScenarioRun& run) {
 }
 
 // The two-tower model with both tables split by rows.
-json fit_sharded_two_tower_scenario(ScenarioRun& run) {
+json fit_sharded_two_tower_scenario(ScenarioRun& run, Mesh mesh = Mesh::kEachWorker) {
   layers::set_random_seed(11);
   testing::TwoTower model(32, 40, 8);
-  compile_sharded(run, model, {.optimizer = optimizers::Adagrad(0.2)}, {{".*/embeddings", {"model", std::nullopt}}});
+  compile_sharded(run, model, {.optimizer = optimizers::Adagrad(0.2)}, {{".*/embeddings", {"model", std::nullopt}}},
+                  mesh);
   models::History history = model.fit(testing::two_tower_ratings(250, 32, 40).batch(64), {.epochs = 3, .verbose = 0});
   return testing::outcome(model, history);
 }
 
 // Two Transformer encoder layers with heads and feedforward blocks split (SGD: see
 // model_parallel_test.cc on the key bias).
-json fit_sharded_transformer_scenario(ScenarioRun& run) {
+json fit_sharded_transformer_scenario(ScenarioRun& run, Mesh mesh = Mesh::kEachWorker) {
   layers::set_random_seed(9);
   Tensor x = layers::Input({6, 16});
   Tensor h = layers::TransformerEncoder(32, 4)(layers::TransformerEncoder(32, 4)(x));
@@ -105,19 +137,53 @@ json fit_sharded_transformer_scenario(ScenarioRun& run) {
                    {".*/attention_output/kernel", {"model", std::nullopt, std::nullopt}},
                    {".*/feedforward_intermediate_dense/kernel", {std::nullopt, "model"}},
                    {".*/feedforward_intermediate_dense/bias", {"model"}},
-                   {".*/feedforward_output_dense/kernel", {"model", std::nullopt}}});
+                   {".*/feedforward_output_dense/kernel", {"model", std::nullopt}}},
+                  mesh);
   Generator gen(4);
   models::History history = model.fit(uniform(Shape{80, 6, 16}, gen, -1, 1), uniform(Shape{80, 6, 4}, gen, -1, 1),
                                       {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
   return testing::outcome(model, history);
 }
 
+// What the job's device list and the meshes over some of its devices give: the error
+// messages, by case.
+json mesh_errors_scenario(ScenarioRun& /*run*/) {
+  json out;
+  for (const Device& d : distribution::list_devices()) out["devices"].push_back(d.to_string());
+  const auto message = [](const std::function<void()>& make) {
+    try {
+      make();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const auto model_parallel = [](std::vector<int64_t> shape, std::vector<Device> devices) {
+    distribution::LayoutMap layout_map(distribution::DeviceMesh(std::move(shape), {"batch", "model"}, std::move(devices)));
+    (void)distribution::ModelParallel(layout_map);
+  };
+  out["some_of_the_job"] = message([&] { model_parallel({1, 3}, {Device::cpu(0), Device::cpu(1), Device::cpu(2)}); });
+  out["another_workers"] = message([&] { model_parallel({1, 2}, {Device::cpu(2), Device::cpu(3)}); });
+  out["beyond_the_job"] = message([&] { model_parallel({1, 2}, {Device::cpu(0), Device::cpu(4)}); });
+  out["data_parallel_order"] = message([] {
+    distribution::DataParallel({Device::cpu(2), Device::cpu(3), Device::cpu(0), Device::cpu(1)});
+  });
+  out["data_parallel_replicas"] = distribution::DataParallel(distribution::list_devices()).num_replicas();
+  return out;
+}
+
 [[maybe_unused]] const bool kModelParallelScenariosRegistered = testing::register_scenarios({
     {"sharded_mlp", [](ScenarioRun& run) { return fit_sharded_mlp_scenario(run, false); }},
+    {"spanning_mlp", [](ScenarioRun& run) { return fit_sharded_mlp_scenario(run, false, Mesh::kSpanning); }},
+    {"crossed_mlp", [](ScenarioRun& run) { return fit_sharded_mlp_scenario(run, false, Mesh::kCrossedModel); }},
+    {"spanning_two_tower", [](ScenarioRun& run) { return fit_sharded_two_tower_scenario(run, Mesh::kSpanning); }},
+    {"crossed_transformer",
+     [](ScenarioRun& run) { return fit_sharded_transformer_scenario(run, Mesh::kCrossedModel); }},
+    {"mesh_errors", mesh_errors_scenario},
     {"sharded_mlp_mismatch", [](ScenarioRun& run) { return fit_sharded_mlp_scenario(run, true); }},
-    {"sharded_two_tower", fit_sharded_two_tower_scenario},
+    {"sharded_two_tower", [](ScenarioRun& run) { return fit_sharded_two_tower_scenario(run); }},
     {"sharded_batch_norm", fit_batch_norm_scenario},
-    {"sharded_transformer", fit_sharded_transformer_scenario},
+    {"sharded_transformer", [](ScenarioRun& run) { return fit_sharded_transformer_scenario(run); }},
 });
 
 TEST_F(MultiWorkerTest, ModelParallelOnTwoWorkersOfTwoDevicesMatchesOneDevice) {
@@ -127,6 +193,41 @@ TEST_F(MultiWorkerTest, ModelParallelOnTwoWorkersOfTwoDevicesMatchesOneDevice) {
     EXPECT_EQ(run_job(scenario, 2, /*devices=*/2), (std::vector<int>{0, 0}));
     expect_matches(reference, 2);
   }
+}
+
+TEST_F(MultiWorkerTest, ModelParallelOnAMeshSpanningTwoWorkersMatchesOneDevice) {
+  for (const char* scenario : {"spanning_mlp", "crossed_mlp", "spanning_two_tower", "crossed_transformer"}) {
+    SCOPED_TRACE(scenario);
+    const json reference = run_alone(scenario);
+    ASSERT_EQ(run_job(scenario, 2, /*devices=*/2), (std::vector<int>{0, 0})) << error(0) << "\n" << error(1);
+    expect_matches(reference, 2);
+    // Sharded, not copied, across the workers: (1, 4) leaves each two of d1/kernel's four
+    // blocks, the crossed (2, 2) one of two.
+    if (std::string(scenario) == "spanning_mlp") {
+      EXPECT_EQ(result(0)["d1_kernel_blocks_held"], json({true, true, false, false}));
+      EXPECT_EQ(result(1)["d1_kernel_blocks_held"], json({false, false, true, true}));
+    } else if (std::string(scenario) == "crossed_mlp") {
+      EXPECT_EQ(result(0)["d1_kernel_blocks_held"], json({true, false}));
+      EXPECT_EQ(result(1)["d1_kernel_blocks_held"], json({false, true}));
+    }
+  }
+}
+
+TEST_F(MultiWorkerTest, MeshesOverSomeOfTheJobsDevicesAreRefused) {
+  EXPECT_EQ(run_job("mesh_errors", 2, /*devices=*/2), (std::vector<int>{0, 0}));
+  const json out = result(1);
+  EXPECT_EQ(out["devices"], json({"cpu:0", "cpu:1", "cpu:2", "cpu:3"}));
+  EXPECT_EQ(out["some_of_the_job"],
+            "DeviceMesh: a mesh over several workers' devices holds every device of the job, 4 (2 workers of 2), got 3");
+  EXPECT_EQ(out["another_workers"],
+            "DeviceMesh: cpu:2 is another worker's device (each worker has cpu:0..cpu:1); a mesh over several "
+            "workers' devices holds all 4 of them");
+  EXPECT_EQ(out["beyond_the_job"],
+            "cpu:4 does not exist: the job has 4 logical CPU devices (2 workers of 2; cpu:0..cpu:3)");
+  EXPECT_EQ(out["data_parallel_order"],
+            "DataParallel: the devices of several workers go in worker order (list_devices()); position 0 holds "
+            "cpu:2, a device of worker 1");
+  EXPECT_EQ(out["data_parallel_replicas"], 4);
 }
 
 TEST_F(MultiWorkerTest, WorkersWithOtherLayoutsFailTheStartupCheck) {
