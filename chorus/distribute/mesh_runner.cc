@@ -19,6 +19,28 @@
 #include "chorus/ops/sharded_ops.h"
 
 namespace chorus::distribute {
+namespace {
+
+// Runs each task on a thread of its own, waits for all, then rethrows the first error.
+void run_at_once(const std::vector<std::function<void()>>& tasks) {
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        tasks[i]();
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+}
+
+}  // namespace
 
 // One device's view of the current step: its replica context (batch slice, gradients,
 // update) and its place in the mesh (collectives along each axis).
@@ -228,21 +250,7 @@ void MeshRunner::make_communicators() {
       });
     }
   }
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(connects.size());
-  for (size_t i = 0; i < connects.size(); ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        connects[i]();
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& error : errors) {
-    if (error) std::rethrow_exception(error);
-  }
+  run_at_once(connects);
   comms_broken_ = false;
 }
 

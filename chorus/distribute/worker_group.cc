@@ -67,10 +67,21 @@ std::string gloo_bind_address(const ClusterSpec& cluster) {
   return address;
 }
 
-WorkerGroup::WorkerGroup(ClusterSpec cluster) : cluster_(std::move(cluster)), deadline_(collective_deadline()) {
+namespace {
+
+// The job's Gloo settings for its communicator `name`.
+GlooOptions job_gloo_options(const ClusterSpec& cluster, std::chrono::milliseconds deadline, const std::string& name) {
   GlooOptions gloo = gloo_options_from_env();
-  gloo.timeout = deadline_;
-  gloo.hostname = gloo_bind_address(cluster_);  // before the store: a bad address fails fast
+  gloo.timeout = deadline;
+  gloo.hostname = gloo_bind_address(cluster);
+  gloo.name = name;
+  return gloo;
+}
+
+}  // namespace
+
+WorkerGroup::WorkerGroup(ClusterSpec cluster) : cluster_(std::move(cluster)), deadline_(collective_deadline()) {
+  const GlooOptions gloo = job_gloo_options(cluster_, deadline_, "default");  // before the store: a bad address fails fast
   store_ = open_store(/*serve=*/true);
   // Unseeded shuffles must agree across workers: each takes its rows of the same batches.
   uint64_t seed = 0;
@@ -103,15 +114,11 @@ std::unique_ptr<gloo::rendezvous::Store> WorkerGroup::open_store(bool serve) con
 }
 
 std::unique_ptr<Communicator> WorkerGroup::connect(const std::string& name, int rank, int size) {
-  GlooOptions gloo = gloo_options_from_env();
-  gloo.timeout = deadline_;
-  gloo.hostname = gloo_bind_address(cluster_);
-  gloo.name = name;
   ClusterSpec members = cluster_;
   members.rank = rank;
   members.world_size = size;
   const std::unique_ptr<gloo::rendezvous::Store> store = open_store(/*serve=*/false);
-  return std::make_unique<GlooCommunicator>(members, *store, gloo);
+  return std::make_unique<GlooCommunicator>(members, *store, job_gloo_options(cluster_, deadline_, name));
 }
 
 WorkerGroup::~WorkerGroup() = default;
