@@ -85,7 +85,13 @@ json fit_sharded_mlp_scenario(ScenarioRun& run, bool mismatch, Mesh mesh = Mesh:
   out["predict"] = model.predict(test.x, {.batch_size = 10}).tensor().to_vector<float>();
   // Which blocks of d1/kernel this worker's devices hold (sharded, not copied, across workers).
   for (const autograd::Variable& v : model.weights()) {
-    if (v.path() == "d1/kernel" && run.multi_worker()) out["d1_kernel_blocks_held"] = v.held_blocks();
+    if (v.path() != "d1/kernel" || !run.multi_worker()) continue;
+    out["d1_kernel_blocks_held"] = v.held_blocks();
+    try {
+      (void)v.value();  // whole only where every block is held here
+    } catch (const ValueError& e) {
+      out["d1_kernel_value_error"] = e.what();
+    }
   }
   return out;
 }
@@ -206,6 +212,9 @@ TEST_F(MultiWorkerTest, ModelParallelOnAMeshSpanningTwoWorkersMatchesOneDevice) 
     if (std::string(scenario) == "spanning_mlp") {
       EXPECT_EQ(result(0)["d1_kernel_blocks_held"], json({true, true, false, false}));
       EXPECT_EQ(result(1)["d1_kernel_blocks_held"], json({false, false, true, true}));
+      EXPECT_EQ(result(0)["d1_kernel_value_error"],
+                "Variable 'd1/kernel': block 2 of its 4 along dimension 1 is on another worker's device; "
+                "models::whole_values gathers the whole value over the job (every worker calls it)");
     } else if (std::string(scenario) == "crossed_mlp") {
       EXPECT_EQ(result(0)["d1_kernel_blocks_held"], json({true, false}));
       EXPECT_EQ(result(1)["d1_kernel_blocks_held"], json({false, true}));
