@@ -8,12 +8,16 @@
 //   case float32   steps/s over the timed span (data, masking and the step, as the peer
 //                  times), the loss curve (mean of the 25 steps before each point), the
 //                  validation loss and masked accuracy; ratio to the best peer setting.
+//   case mixed_bfloat16  the float32 case under mixed_precision::set_global_policy(
+//                  "mixed_bfloat16"); ratios to the best float32 peer setting and to the
+//                  peer's own bfloat16 autocast.
 //   case scaling   the same steps on --devices logical devices (one core each).
 //   case fidelity  --preset DIR from bench/bert_hf_fidelity.py: the peer's model with
 //                  the peer's weights in Hugging Face naming, loaded by from_preset; the
 //                  logits of the masked positions and the loss against the peer's.
 // Usage: bert_mlm_bench [--data DIR] [--steps N] [--threads N] [--devices N] [--no-val]
-//                       [--torch-json FILE] [--case float32|scaling|fidelity] [--preset DIR]
+//                       [--torch-json FILE] [--case float32|mixed_bfloat16|scaling|fidelity]
+//                       [--preset DIR]
 // Single-threaded driver; one JSON line per measurement (bench_util.h emit).
 #include <chrono>
 #include <fstream>
@@ -207,12 +211,15 @@ MatmulFloor matmul_floor(int64_t masked, int64_t vocabulary) {
   return floor;
 }
 
-double best_torch_steps_per_s(const std::string& file) {
+// The best steps/s among the peer's runs with (or without) its bfloat16 autocast.
+double best_torch_steps_per_s(const std::string& file, bool autocast_bf16) {
   double best = 0;
   std::ifstream in(file);
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] != '{') continue;
-    best = std::max(best, nlohmann::json::parse(line).value("steps_per_s", 0.0));
+    const auto run = nlohmann::json::parse(line);
+    if (run.value("autocast_bf16", false) != autocast_bf16) continue;
+    best = std::max(best, run.value("steps_per_s", 0.0));
   }
   return best;
 }
@@ -308,6 +315,7 @@ void add_matmul_floor(nlohmann::json& record, const StepLosses& losses, int64_t 
 
 void run(const BertBenchArgs& args) {
   backend::cpu::set_intra_op_threads(args.devices > 0 ? 1 : args.threads);
+  if (args.bench_case == "mixed_bfloat16") mixed_precision::set_global_policy("mixed_bfloat16");
   const PeerData peer = load_peer_data(args.data);
   const text::MaskedLMMaskGenerator masker({.vocabulary_size = static_cast<int32_t>(peer.vocabulary_size),
                                             .mask_selection_length = kMasks,
@@ -344,9 +352,15 @@ void run(const BertBenchArgs& args) {
     record["val_masked_acc"] = val_acc;
   }
   if (!args.torch_json.empty()) {
-    const double torch = best_torch_steps_per_s(args.torch_json);
+    const double steps_per_s = record["steps_per_s"].get<double>();
+    const double torch = best_torch_steps_per_s(args.torch_json, false);
     record["torch_best_steps_per_s"] = torch;
-    if (torch > 0) record["ratio_steps_per_s"] = record["steps_per_s"].get<double>() / torch;
+    if (torch > 0) record["ratio_steps_per_s"] = steps_per_s / torch;
+    const double torch_bf16 = best_torch_steps_per_s(args.torch_json, true);
+    if (args.bench_case == "mixed_bfloat16" && torch_bf16 > 0) {
+      record["torch_autocast_bf16_steps_per_s"] = torch_bf16;
+      record["ratio_to_torch_autocast_bf16"] = steps_per_s / torch_bf16;
+    }
   }
   bench::emit(record);
 }

@@ -21,6 +21,7 @@
 #include "chorus/layers/layers.h"
 #include "chorus/losses/losses.h"
 #include "chorus/metrics/metrics.h"
+#include "chorus/mixed_precision/dtype_policy.h"
 #include "chorus/models/models.h"
 #include "chorus/ops/ops.h"
 #include "chorus/optimizers/optimizers.h"

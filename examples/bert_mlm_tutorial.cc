@@ -81,6 +81,7 @@ BertMlmTutorialResult run_bert_mlm_tutorial(const BertMlmTutorialOptions& option
 
   std::vector<Shared<models::Callback>> callbacks = {callbacks::TensorBoard(options.tensorboard), PrintLR()};
 
+  mixed_precision::set_global_policy(mixed_precision::DTypePolicy(options.dtype_policy));
   std::unique_ptr<models::BertMaskedLM> model_dist;
   {
     auto scope = strategy.scope();  // everything that creates variables: model and compile()

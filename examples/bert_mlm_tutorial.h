@@ -24,6 +24,8 @@ struct BertMlmTutorialOptions {
   std::string tensorboard = "logs";
   int verbose = 1;
   uint64_t seed = 42;  // initial weights, shuffles and masks
+  // The global dtype policy the model is made under: "float32" or "mixed_bfloat16".
+  std::string dtype_policy = "float32";
   FaultToleranceOptions fault_tolerance;
 };
 

@@ -135,9 +135,9 @@ void Variable::assign_whole(const Tensor& whole) const {
 }
 
 void Variable::assign(const Tensor& new_value) const {
-  if (new_value.dtype() != dtype()) {
+  if (new_value.dtype() != stored_dtype()) {
     throw_error<DTypeError>("Variable '{}': cannot assign a value of dtype {} to a variable of dtype {}", path(),
-                            dtype_name(new_value.dtype()), dtype_name(dtype()));
+                            dtype_name(new_value.dtype()), dtype_name(stored_dtype()));
   }
   if (new_value.shape() != shape()) {
     throw_error<ShapeError>("Variable '{}': cannot assign a value of shape {} to a variable of shape {}", path(),
@@ -173,7 +173,7 @@ void Variable::assign(const Tensor& new_value) const {
 
 void Variable::set_device_values(std::vector<Tensor> values, std::vector<int> blocks) const {
   const Shape shape = this->shape();
-  const DType dtype = this->dtype();
+  const DType dtype = this->stored_dtype();
   for (Tensor& v : values) {
     if (v.shape() != shape || v.dtype() != dtype) {
       throw_error<ShapeError>("Variable '{}': a device value of shape {} and dtype {} does not match {} {}", path(),
@@ -200,10 +200,10 @@ Tensor Variable::exchange_device_value(size_t device, Tensor value) const {
 
 void Variable::gather_device_values(const Tensor& whole) const {
   if (impl().devices == nullptr) return;
-  if (whole.defined() && (whole.shape() != shape() || whole.dtype() != dtype())) {
+  if (whole.defined() && (whole.shape() != shape() || whole.dtype() != stored_dtype())) {
     throw_error<ShapeError>("Variable '{}': a whole value of shape {} and dtype {} does not match {} {}", path(),
                             whole.shape().to_string(), dtype_name(whole.dtype()), shape().to_string(),
-                            dtype_name(dtype()));
+                            dtype_name(stored_dtype()));
   }
   Tensor value = whole.defined() ? whole : assemble_whole(path(), impl_->devices->values, impl_->devices->blocks);
   value.impl()->autograd.trainable = impl_->trainable;
@@ -220,7 +220,7 @@ std::vector<bool> Variable::held_blocks() const {
 }
 
 Tensor Variable::whole_of_blocks(const std::vector<bool>& take, double fill) const {
-  if (impl().devices == nullptr) return take.at(0) ? impl_->value.clone() : full(shape(), fill, dtype());
+  if (impl().devices == nullptr) return take.at(0) ? impl_->value.clone() : full(shape(), fill, stored_dtype());
   return assemble_whole(path(), impl_->devices->values, impl_->devices->blocks, &take, fill);
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "chorus/autograd/autocast_scope.h"
 #include "chorus/core/tensor.h"
 
 namespace chorus::autograd {
@@ -42,10 +43,13 @@ class Variable {
   // The value as a tensor; ops on it are recorded when the variable is trainable. On a
   // device thread of a model-parallel step: that device's value (a sharded tensor where
   // the variable is sharded); elsewhere the whole value, gathered from the devices.
+  // Inside an AutocastScope (a layer's call under a mixed precision policy): that value
+  // cast to the scope's dtype.
   const Tensor& value() const {
     const Impl& i = impl();
-    if (i.devices != nullptr) [[unlikely]] return distributed_value();
-    return i.value;
+    const Tensor& stored = i.devices != nullptr ? distributed_value() : i.value;
+    if (AutocastScope* scope = AutocastScope::current()) [[unlikely]] return scope->cast(stored);
+    return stored;
   }
   operator const Tensor&() const { return value(); }  // NOLINT: use a variable wherever a tensor goes
   // Neither gathers a distributed value.
@@ -54,7 +58,15 @@ class Variable {
     if (i.devices != nullptr) [[unlikely]] return distributed_shape();
     return i.value.shape();
   }
+  // The dtype value() gives: inside an AutocastScope, a floating variable reads as the
+  // scope's dtype (as Keras's variable.dtype does); stored_dtype() is what it holds.
   DType dtype() const {
+    const DType stored = stored_dtype();
+    const AutocastScope* scope = AutocastScope::current();
+    if (scope != nullptr && scope->dtype() && is_floating(stored)) [[unlikely]] return *scope->dtype();
+    return stored;
+  }
+  DType stored_dtype() const {
     const Impl& i = impl();
     if (i.devices != nullptr) [[unlikely]] return distributed_shape_source().dtype();
     return i.value.dtype();

@@ -9,6 +9,7 @@ namespace chorus::layers {
 
 BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
     : Layer("BatchNormalization", options.name), options_(std::move(options)) {
+  set_autocast(false);  // computes in float32 whatever the policy; returns the input's dtype
   if (!(options_.epsilon >= 0)) {
     throw_error<ValueError>("BatchNormalization: expected epsilon >= 0. Received: epsilon={}", options_.epsilon);
   }

@@ -29,6 +29,7 @@ Embedding::Embedding(std::string keras_class, int64_t input_dim, int64_t output_
       input_dim_(input_dim),
       output_dim_(output_dim),
       options_(std::move(options)) {
+  set_autocast(false);  // call() casts the rows it gathers, not the whole table
   if (input_dim <= 0) {
     throw_error<ValueError>("{}: expected input_dim > 0. Received: input_dim={}", class_name(), input_dim);
   }
@@ -51,7 +52,8 @@ Tree Embedding::call(const Tree& inputs, bool /*training*/) {
     check_indices<int64_t>(indices, input_dim_, name());
   }
   // indices: S -> (S..., output_dim)
-  return ops::take(embeddings_.value(), indices, 0);
+  const Tensor rows = ops::take(embeddings_.value(), indices, 0);
+  return rows.dtype() == compute_dtype() ? rows : ops::cast(rows, compute_dtype());
 }
 
 nlohmann::json Embedding::get_config() const {

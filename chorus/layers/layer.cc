@@ -3,6 +3,7 @@
 #include <cctype>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_set>
 
 #include "chorus/autograd/tape.h"
@@ -10,6 +11,7 @@
 #include "chorus/core/sharding.h"
 #include "chorus/layers/node.h"
 #include "chorus/layers/weight_budget.h"
+#include "chorus/ops/elementwise.h"
 
 namespace chorus::layers {
 namespace {
@@ -65,6 +67,9 @@ Layer::Layer(Layer&& other) noexcept
       name_(std::move(other.name_)),
       path_(std::move(other.path_)),
       trainable_(other.trainable_),
+      dtype_policy_(std::move(other.dtype_policy_)),
+      autocast_(other.autocast_),
+      cast_inputs_(other.cast_inputs_),
       building_(other.building_),
       built_(other.built_.load()),
       output_shapes_recorded_(other.output_shapes_recorded_.load()),
@@ -94,6 +99,9 @@ void Layer::maybe_build(const Tree& inputs) {
   std::lock_guard lock(build_mutex());
   if (built_.load(std::memory_order_relaxed)) return;
   autograd::NoGradGuard no_grad;
+  // A sublayer built inside its parent's call sees its weights as they are stored.
+  std::optional<autograd::AutocastScope> stored_dtypes;
+  if (autograd::AutocastScope::current() != nullptr) stored_dtypes.emplace(std::nullopt, &ops::cast);
   building_ = true;
   try {
     build(inputs);
@@ -118,7 +126,7 @@ void Layer::build_from(const Tree& inputs) { maybe_build(inputs); }
 Tree Layer::operator()(const Tree& inputs, bool training) & {
   if (is_symbolic(inputs)) return call_symbolic(inputs, nullptr);
   maybe_build(inputs);
-  Tree outputs = call(inputs, training);
+  Tree outputs = call_autocast(inputs, training);
   if (MeshContext* mesh = MeshContext::current()) {
     outputs = outputs.map([&](const Tensor& t) { return mesh->lay_out_output(path(), t); });
   }
@@ -145,7 +153,7 @@ Tree Layer::call_symbolic(const Tree& inputs, std::shared_ptr<Layer> owner) {
   Tree outputs;
   {
     autograd::NoGradGuard no_grad;
-    outputs = layer->call(inputs, /*training=*/false);
+    outputs = layer->call_autocast(inputs, /*training=*/false);
   }
   layer->record_output_shapes(outputs);
   // Each output leaf gets a fresh handle: a layer may return its input (identity), and
@@ -161,6 +169,39 @@ Tree Layer::call_symbolic(const Tree& inputs, std::shared_ptr<Layer> owner) {
     leaves[i].impl()->keras_history = std::make_shared<SymbolicOrigin>(SymbolicOrigin{node, i});
   }
   return outputs.unflatten(leaves);
+}
+
+// call() under the dtype policy: floating inputs cast to the compute dtype and weights
+// read in it when the layer autocasts; weights read as stored when it does not, even
+// inside a layer that casts.
+Tree Layer::call_autocast(const Tree& inputs, bool training) {
+  std::optional<autograd::AutocastScope> scope;
+  enter_dtype_policy(scope);
+  if (!autocast_ || !cast_inputs_) return call(inputs, training);
+  const DType dtype = compute_dtype();
+  bool any = false;
+  for (const Tensor& t : inputs.flatten()) any = any || (is_floating(t.dtype()) && t.dtype() != dtype);
+  if (!any) return call(inputs, training);
+  return call(inputs.map([&](const Tensor& t) { return is_floating(t.dtype()) ? ops::cast(t, dtype) : t; }), training);
+}
+
+void Layer::enter_dtype_policy(std::optional<autograd::AutocastScope>& scope) const {
+  const autograd::AutocastScope* outer = autograd::AutocastScope::current();
+  if (autocast_ && dtype_policy_.is_mixed()) {
+    scope.emplace(compute_dtype(), &ops::cast);
+  } else if (outer != nullptr && outer->dtype()) {
+    scope.emplace(std::nullopt, &ops::cast);
+  }
+}
+
+void Layer::set_dtype_policy(const mixed_precision::DTypePolicy& policy) {
+  if (built()) {
+    throw_error<ValueError>("{}: set_dtype_policy('{}') after the layer was built (its policy is '{}'); set it "
+                            "before the first call",
+                            name_, policy.name(), dtype_policy_.name());
+  }
+  dtype_policy_ = policy;
+  for (const auto& sub : owned_sublayers_) sub->set_dtype_policy(policy);
 }
 
 Tree call_shared(const std::shared_ptr<Layer>& layer, const Tree& inputs, bool training) {
@@ -244,7 +285,9 @@ int64_t Layer::count_params() const {
   return total;
 }
 
-nlohmann::json Layer::get_config() const { return {{"name", name_}, {"trainable", trainable_}}; }
+nlohmann::json Layer::get_config() const {
+  return {{"name", name_}, {"trainable", trainable_}, {"dtype", dtype_policy_.name()}};
+}
 
 bool is_symbolic(const Tensor& tensor) { return tensor.defined() && tensor.impl()->keras_history != nullptr; }
 

@@ -8,16 +8,19 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "chorus/autograd/autocast_scope.h"
 #include "chorus/autograd/variable.h"
 #include "chorus/core/shared.h"
 #include "chorus/core/tree.h"
 #include "chorus/layers/initializers.h"
+#include "chorus/mixed_precision/dtype_policy.h"
 
 namespace chorus::layers {
 
@@ -44,6 +47,22 @@ class Layer {
   // Non-trainable layers contribute no trainable weights (fine-tuning).
   bool trainable() const { return trainable_; }
   void set_trainable(bool trainable) { trainable_ = trainable; }
+
+  // Keras's dtype policy: the global policy when the layer was made (or its parent's,
+  // for a sublayer made with add<L>()). Under "mixed_bfloat16" a layer keeps float32
+  // weights and computes in bfloat16: operator() casts its floating inputs to
+  // compute_dtype() and call() reads its weights cast to it (AutocastScope).
+  // set_dtype_policy (before the first call; it also sets the sublayers made so far)
+  // gives one layer another, e.g. "float32" for a model's last layer.
+  const mixed_precision::DTypePolicy& dtype_policy() const { return dtype_policy_; }
+  void set_dtype_policy(const mixed_precision::DTypePolicy& policy);
+  DType compute_dtype() const { return dtype_policy_.compute_dtype(); }
+  DType variable_dtype() const { return dtype_policy_.variable_dtype(); }
+  // Whether this layer's inputs and weights are cast to its compute dtype (Keras's
+  // layer.autocast). Layers that compute in float32 whatever the policy
+  // (LayerNormalization, BatchNormalization) or cast what they read themselves
+  // (Embedding: the rows, not the table) turn it off.
+  bool autocast() const { return autocast_; }
 
   // Keras's __call__: builds the layer from the first inputs, checks them, then call().
   // On symbolic inputs (functional API) it records a node instead and returns symbolic
@@ -109,10 +128,20 @@ class Layer {
     auto layer = std::make_shared<L>(std::forward<Args>(args)...);
     L* raw = layer.get();
     if (building_) static_cast<Layer*>(raw)->set_parent_path(path_);
+    static_cast<Layer*>(raw)->dtype_policy_ = dtype_policy_;
     track(std::move(layer));
     return raw;
   }
   void track(std::shared_ptr<Layer> sublayer);
+  void set_autocast(bool autocast) { autocast_ = autocast; }
+  // Opens in `scope` the AutocastScope call() runs under: this layer's compute dtype when
+  // it autocasts a mixed policy; one that casts nothing when it does not but an enclosing
+  // layer's does; none otherwise. For entry points besides operator()
+  // (MaskedLMHead::logits_for_rows).
+  void enter_dtype_policy(std::optional<autograd::AutocastScope>& scope) const;
+  // Models leave their inputs as given (their layers cast them), so that a functional
+  // model's input specs still check the caller's dtypes.
+  void set_cast_inputs(bool cast_inputs) { cast_inputs_ = cast_inputs; }
   // Records a borrowed sublayer (a functional graph's layers live in its nodes).
   void track_borrowed(Layer* sublayer) { sublayers_.push_back(sublayer); }
 
@@ -120,6 +149,7 @@ class Layer {
   std::vector<std::pair<Variable, bool>> weights_with_trainability() const;
   void set_parent_path(const std::string& parent);
   Tree call_symbolic(const Tree& inputs, std::shared_ptr<Layer> owner);
+  Tree call_autocast(const Tree& inputs, bool training);
   void maybe_build(const Tree& inputs);
   void record_output_shapes(const Tree& outputs);
 
@@ -127,6 +157,9 @@ class Layer {
   std::string name_;
   std::string path_;  // name_, or "<parent path>/<name_>" for a sublayer made while building
   bool trainable_ = true;
+  mixed_precision::DTypePolicy dtype_policy_ = mixed_precision::global_policy();
+  bool autocast_ = true;
+  bool cast_inputs_ = true;
   bool building_ = false;  // inside build(); guarded by the build mutex
   // Atomic: data-parallel replicas make a layer's first call from several threads at once;
   // build_mutex() makes one of them build while the others wait.

@@ -9,6 +9,7 @@ namespace chorus::layers {
 
 LayerNormalization::LayerNormalization(LayerNormalizationOptions options)
     : Layer("LayerNormalization", options.name), options_(std::move(options)) {
+  set_autocast(false);  // computes in float32 whatever the policy; returns the input's dtype
   if (options_.axis.empty())
     throw_error<ValueError>("LayerNormalization: expected at least one axis. Received: axis=[]");
   if (!(options_.epsilon >= 0)) {

@@ -117,6 +117,10 @@ inline std::string config_name(const nlohmann::json& config) {
 // Applies the base fields Layer::get_config writes that a constructor does not take.
 inline void apply_base_config(Layer& layer, const nlohmann::json& config) {
   layer.set_trainable(config_value<bool>(config, layer.class_name().c_str(), "trainable", true));
+  if (config.contains("dtype")) {
+    layer.set_dtype_policy(
+        mixed_precision::DTypePolicy(config_value<std::string>(config, layer.class_name().c_str(), "dtype", "")));
+  }
 }
 
 }  // namespace chorus::layers::detail

@@ -110,6 +110,8 @@ Tree MaskedLMHead::call(const Tree& inputs, bool /*training*/) {
 }
 
 Tensor MaskedLMHead::logits_for_rows(const Tensor& inputs, const Tensor& rows) {
+  std::optional<autograd::AutocastScope> policy;  // BertMaskedLM's training step calls this directly
+  enter_dtype_policy(policy);
   const Tensor flat = ops::reshape(inputs, {inputs.dim(0) * inputs.dim(1), inputs.dim(2)});
   const Tensor x = (*layer_norm_)((*intermediate_)(ops::take(flat, rows, 0)));
   return options_.activation(ops::add(token_embedding_->reverse(x), output_bias_.value()));

@@ -31,8 +31,12 @@ Tensor ReversibleEmbedding::reverse(const Tensor& hidden) {
                             hidden.shape().to_string());
   }
   // hidden: (..., output_dim) -> logits: (..., input_dim)
-  Tensor logits = tie_weights_ ? ops::matmul(hidden, embeddings().value(), {.transpose_b = true})
-                               : ops::matmul(hidden, reverse_embeddings_.value());
+  // The table in the hidden states' dtype: what a caller under mixed precision reads.
+  auto as_hidden = [&](const Tensor& table) {
+    return table.dtype() == hidden.dtype() ? table : ops::cast(table, hidden.dtype());
+  };
+  Tensor logits = tie_weights_ ? ops::matmul(hidden, as_hidden(embeddings().value()), {.transpose_b = true})
+                               : ops::matmul(hidden, as_hidden(reverse_embeddings_.value()));
   if (logit_soft_cap_) logits = ops::tanh(logits / *logit_soft_cap_) * *logit_soft_cap_;
   return logits;
 }

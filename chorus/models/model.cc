@@ -14,10 +14,13 @@
 
 namespace chorus::models {
 
-Model::Model(std::string name) : Layer("Model", std::move(name)) {}
-Model::Model(std::string class_name, std::string name) : Layer(std::move(class_name), std::move(name)) {}
+Model::Model(std::string name) : Layer("Model", std::move(name)) { set_cast_inputs(false); }
+Model::Model(std::string class_name, std::string name) : Layer(std::move(class_name), std::move(name)) {
+  set_cast_inputs(false);
+}
 
 Model::Model(const Tree& inputs, const Tree& outputs, std::string name) : Layer("Functional", std::move(name)) {
+  set_cast_inputs(false);
   graph_ = std::make_unique<FunctionalGraph>(inputs, outputs, this->name());
   for (layers::Layer* layer : graph_->layers()) track_borrowed(layer);
   build_from(inputs);

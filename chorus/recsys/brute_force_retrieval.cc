@@ -170,6 +170,7 @@ Tensor ids_as_int32(const Tensor& ids, const std::string& layer) {
 
 BruteForceRetrieval::BruteForceRetrieval(int64_t k, bool return_scores, BruteForceRetrievalOptions options)
     : Layer("BruteForceRetrieval", std::move(options.name)), k_(k), return_scores_(return_scores) {
+  set_autocast(false);  // scores in the dtype the candidates were indexed in, which it checks
   if (k < 1) throw_error<ValueError>("{}: expected k >= 1, got {}", name(), k);
   if (options.candidate_ids.defined()) {
     // Checked on their own now; against the candidates' rows when those arrive.

@@ -53,6 +53,7 @@ DistributedEmbedding::DistributedEmbedding(std::vector<FeatureConfig> feature_co
     : Layer("DistributedEmbedding", std::move(name)),
       features_(std::move(feature_configs)),
       exchange_(std::make_shared<Exchange>()) {
+  set_autocast(false);  // call() casts the combined rows, not the tables
   if (features_.empty()) throw_error<ValueError>("DistributedEmbedding: expected at least one feature config");
   std::set<std::string> feature_names;
   std::map<std::string, const TableConfig*> table_names;
@@ -143,7 +144,7 @@ Tree DistributedEmbedding::call(const Tree& inputs, bool /*training*/) {
       r = combiner == "mean" ? ops::mean(r, {1}) : ops::sum(r, {1});
       if (combiner == "sqrtn" && ids[f].dim(1) > 0) r = r * (1.0 / std::sqrt(static_cast<double>(ids[f].dim(1))));
     }
-    out[features_[f].name] = r;
+    out[features_[f].name] = r.dtype() == compute_dtype() ? r : ops::cast(r, compute_dtype());
   }
   if (inputs.is_tensor()) return out.begin()->second;
   return Tree(std::move(out));

@@ -46,7 +46,7 @@ TEST(ActivationLayerTest, LinearPassesGradientsThrough) {
 
 TEST(ActivationLayerTest, ConfigIsKerasShaped) {
   EXPECT_EQ(Activation("swish", {.name = "act"}).get_config(),
-            nlohmann::json::parse(R"({"name": "act", "trainable": true, "activation": "silu"})"));
+            nlohmann::json::parse(R"({"name": "act", "trainable": true, "dtype": "float32", "activation": "silu"})"));
   EXPECT_EQ(Activation::from_config(nlohmann::json::parse(R"({"activation": "gelu"})"))->activation().name(), "gelu");
 }
 

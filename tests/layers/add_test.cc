@@ -60,7 +60,7 @@ TEST(AddTest, GradientsReachEveryInput) {
 }
 
 TEST(AddTest, Config) {
-  EXPECT_EQ(Add({.name = "sum"}).get_config(), nlohmann::json::parse(R"({"name": "sum", "trainable": true})"));
+  EXPECT_EQ(Add({.name = "sum"}).get_config(), nlohmann::json::parse(R"({"name": "sum", "trainable": true, "dtype": "float32"})"));
 }
 
 TEST(AddTest, Errors) {

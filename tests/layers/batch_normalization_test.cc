@@ -163,7 +163,7 @@ TEST(BatchNormalizationTest, MovingStatisticsGetNoGradient) {
 
 TEST(BatchNormalizationTest, ConfigIsKerasShaped) {
   EXPECT_EQ(BatchNormalization({.name = "bn"}).get_config(), nlohmann::json::parse(R"({
-      "name": "bn", "trainable": true, "axis": -1, "momentum": 0.99, "epsilon": 0.001, "center": true, "scale": true,
+      "name": "bn", "trainable": true, "dtype": "float32", "axis": -1, "momentum": 0.99, "epsilon": 0.001, "center": true, "scale": true,
       "beta_initializer": {"class_name": "Zeros", "config": {}},
       "gamma_initializer": {"class_name": "Ones", "config": {}},
       "moving_mean_initializer": {"class_name": "Zeros", "config": {}},

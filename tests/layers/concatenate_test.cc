@@ -53,7 +53,7 @@ TEST(ConcatenateTest, GradientsSplitBackToEachInput) {
 
 TEST(ConcatenateTest, Config) {
   EXPECT_EQ(Concatenate({.axis = 1, .name = "cat"}).get_config(),
-            nlohmann::json::parse(R"({"name": "cat", "trainable": true, "axis": 1})"));
+            nlohmann::json::parse(R"({"name": "cat", "trainable": true, "dtype": "float32", "axis": 1})"));
 }
 
 TEST(ConcatenateTest, Errors) {

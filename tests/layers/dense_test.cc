@@ -108,7 +108,7 @@ TEST(DenseTest, ConfigIsKerasShaped) {
       {.activation = "softmax", .use_bias = false, .kernel_initializer = initializers::he_normal(5), .name = "head"});
   const nlohmann::json config = dense.get_config();
   EXPECT_EQ(config, nlohmann::json::parse(R"({
-      "name": "head", "trainable": true, "units": 16, "activation": "softmax", "use_bias": false,
+      "name": "head", "trainable": true, "dtype": "float32", "units": 16, "activation": "softmax", "use_bias": false,
       "kernel_initializer": {"class_name": "HeNormal", "config": {"seed": 5}},
       "bias_initializer": {"class_name": "Zeros", "config": {}}})"));
   EXPECT_EQ(Dense(1).get_config()["activation"], "linear");

@@ -130,7 +130,7 @@ TEST(DropoutTest, ConcurrentCallsDrawDistinctMasks) {
 TEST(DropoutTest, ConfigIsKerasShaped) {
   Dropout dropout(0.25, {.noise_shape = {-1, 1}, .seed = 4, .name = "drop"});
   EXPECT_EQ(dropout.get_config(), nlohmann::json::parse(R"({
-      "name": "drop", "trainable": true, "rate": 0.25, "seed": 4, "noise_shape": [null, 1]})"));
+      "name": "drop", "trainable": true, "dtype": "float32", "rate": 0.25, "seed": 4, "noise_shape": [null, 1]})"));
   EXPECT_EQ(Dropout(0.5).get_config()["noise_shape"], nullptr);
   EXPECT_EQ(Dropout(0.5).get_config()["seed"], nullptr);
 }

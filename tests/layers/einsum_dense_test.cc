@@ -125,7 +125,7 @@ TEST(EinsumDenseTest, InitializerFanAxesRoundTripThroughConfigs) {
 TEST(EinsumDenseTest, ConfigIsKerasShaped) {
   EinsumDense layer("abc,cde->abde", {-1, 2, 3}, {.bias_axes = "de", .name = "query"});
   EXPECT_EQ(layer.get_config(), nlohmann::json::parse(R"({
-      "name": "query", "trainable": true, "equation": "abc,cde->abde", "output_shape": [null, 2, 3],
+      "name": "query", "trainable": true, "dtype": "float32", "equation": "abc,cde->abde", "output_shape": [null, 2, 3],
       "activation": "linear", "bias_axes": "de",
       "kernel_initializer": {"class_name": "GlorotUniform", "config": {"seed": null}},
       "bias_initializer": {"class_name": "Zeros", "config": {}}})"));

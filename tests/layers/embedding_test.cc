@@ -82,7 +82,7 @@ TEST(EmbeddingTest, GradientScatterAddsIntoTheTable) {
 TEST(EmbeddingTest, ConfigIsKerasShaped) {
   Embedding embedding(1683, 32, {.embeddings_initializer = initializers::random_normal(0, 1, 2), .name = "movies"});
   EXPECT_EQ(embedding.get_config(), nlohmann::json::parse(R"({
-      "name": "movies", "trainable": true, "input_dim": 1683, "output_dim": 32,
+      "name": "movies", "trainable": true, "dtype": "float32", "input_dim": 1683, "output_dim": 32,
       "embeddings_initializer": {"class_name": "RandomNormal", "config": {"seed": 2, "mean": 0.0, "stddev": 1.0}}})"));
 }
 

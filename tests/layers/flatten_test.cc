@@ -33,7 +33,7 @@ TEST(FlattenTest, KeepsRowMajorOrder) {
 
 TEST(FlattenTest, Config) {
   EXPECT_EQ(Flatten({.name = "f"}).get_config(),
-            nlohmann::json::parse(R"({"name": "f", "trainable": true, "data_format": "channels_last"})"));
+            nlohmann::json::parse(R"({"name": "f", "trainable": true, "dtype": "float32", "data_format": "channels_last"})"));
 }
 
 TEST(FlattenTest, Errors) {

@@ -114,7 +114,7 @@ TEST(LayerNormalizationTest, GradientsMatchNumerical) {
 
 TEST(LayerNormalizationTest, ConfigIsKerasShaped) {
   EXPECT_EQ(LayerNormalization({.name = "ln"}).get_config(), nlohmann::json::parse(R"({
-      "name": "ln", "trainable": true, "axis": -1, "epsilon": 0.001, "center": true, "scale": true,
+      "name": "ln", "trainable": true, "dtype": "float32", "axis": -1, "epsilon": 0.001, "center": true, "scale": true,
       "beta_initializer": {"class_name": "Zeros", "config": {}},
       "gamma_initializer": {"class_name": "Ones", "config": {}}})"));
   EXPECT_EQ(LayerNormalization({.axis = {1, 2}}).get_config()["axis"], nlohmann::json::parse("[1, 2]"));

@@ -269,7 +269,7 @@ TEST_F(MultiHeadAttentionSavingTest, FunctionalModelSavesAndLoads) {
 TEST(MultiHeadAttentionTest, ConfigIsKerasShaped) {
   MultiHeadAttention mha(4, 16, {.dropout = 0.1, .name = "attention"});
   EXPECT_EQ(mha.get_config(), nlohmann::json::parse(R"({
-      "name": "attention", "trainable": true, "num_heads": 4, "key_dim": 16, "value_dim": 16, "dropout": 0.1,
+      "name": "attention", "trainable": true, "dtype": "float32", "num_heads": 4, "key_dim": 16, "value_dim": 16, "dropout": 0.1,
       "use_bias": true, "output_shape": null, "attention_axes": null,
       "kernel_initializer": {"class_name": "GlorotUniform", "config": {"seed": null}},
       "bias_initializer": {"class_name": "Zeros", "config": {}}, "seed": null})"));

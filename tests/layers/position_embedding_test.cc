@@ -65,7 +65,7 @@ TEST(PositionEmbeddingTest, TableGradientSumsOverTheBatch) {
 TEST(PositionEmbeddingTest, ConfigIsKerasShapedAndDefaultsToGlorotUniform) {
   PositionEmbedding layer(512, {.name = "position_embedding"});
   EXPECT_EQ(layer.get_config(), nlohmann::json::parse(R"({
-      "name": "position_embedding", "trainable": true, "sequence_length": 512,
+      "name": "position_embedding", "trainable": true, "dtype": "float32", "sequence_length": 512,
       "initializer": {"class_name": "GlorotUniform", "config": {"seed": null}}})"));
   PositionEmbedding bert(16, {.initializer = initializers::truncated_normal(0.0, 0.02, 5)});
   const auto clone = PositionEmbedding::from_config(bert.get_config());

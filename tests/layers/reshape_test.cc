@@ -40,7 +40,7 @@ TEST(ReshapeTest, KeepsRowMajorOrder) {
 
 TEST(ReshapeTest, Config) {
   EXPECT_EQ(Reshape({-1, 4}, {.name = "r"}).get_config(),
-            nlohmann::json::parse(R"({"name": "r", "trainable": true, "target_shape": [-1, 4]})"));
+            nlohmann::json::parse(R"({"name": "r", "trainable": true, "dtype": "float32", "target_shape": [-1, 4]})"));
 }
 
 TEST(ReshapeTest, Errors) {

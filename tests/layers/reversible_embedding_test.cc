@@ -117,7 +117,7 @@ TEST(ReversibleEmbeddingTest, ConfigIsKerasShapedAndRoundTrips) {
                              .embeddings_initializer = initializers::truncated_normal(0.0, 0.02, 1),
                              .name = "token_embedding"});
   EXPECT_EQ(layer.get_config(), nlohmann::json::parse(R"({
-      "name": "token_embedding", "trainable": true, "input_dim": 30522, "output_dim": 768,
+      "name": "token_embedding", "trainable": true, "dtype": "float32", "input_dim": 30522, "output_dim": 768,
       "embeddings_initializer": {"class_name": "TruncatedNormal", "config": {"seed": 1, "mean": 0.0, "stddev": 0.02}},
       "tie_weights": false, "reverse_dtype": null, "logit_soft_cap": null})"));
   ReversibleEmbedding capped(4, 2, {.logit_soft_cap = 30.0});

@@ -99,7 +99,7 @@ TEST(TokenAndPositionEmbeddingTest, InitializerIsUsedForBothTables) {
 TEST(TokenAndPositionEmbeddingTest, ConfigIsKerasShapedAndRoundTrips) {
   TokenAndPositionEmbedding layer(30522, 512, 768, {.tie_weights = false, .name = "embeddings"});
   EXPECT_EQ(layer.get_config(), nlohmann::json::parse(R"({
-      "name": "embeddings", "trainable": true, "vocabulary_size": 30522, "sequence_length": 512,
+      "name": "embeddings", "trainable": true, "dtype": "float32", "vocabulary_size": 30522, "sequence_length": 512,
       "embedding_dim": 768, "tie_weights": false, "mask_zero": false,
       "embeddings_initializer": {"class_name": "RandomUniform",
                                  "config": {"seed": null, "minval": -0.05, "maxval": 0.05}}})"));

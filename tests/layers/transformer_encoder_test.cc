@@ -198,7 +198,7 @@ TEST_F(TransformerEncoderSavingTest, FunctionalModelWithAPaddingMaskSavesAndLoad
 TEST(TransformerEncoderTest, ConfigIsKerasHubShaped) {
   TransformerEncoder encoder(64, 4, {.dropout = 0.1, .activation = "gelu", .name = "encoder"});
   EXPECT_EQ(encoder.get_config(), nlohmann::json::parse(R"({
-      "name": "encoder", "trainable": true, "intermediate_dim": 64, "num_heads": 4, "dropout": 0.1,
+      "name": "encoder", "trainable": true, "dtype": "float32", "intermediate_dim": 64, "num_heads": 4, "dropout": 0.1,
       "activation": "gelu", "layer_norm_epsilon": 1e-05,
       "kernel_initializer": {"class_name": "GlorotUniform", "config": {"seed": null}},
       "bias_initializer": {"class_name": "Zeros", "config": {}}, "normalize_first": false})"));

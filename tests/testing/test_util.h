@@ -15,6 +15,7 @@
 #include "chorus/core/creation.h"
 #include "chorus/core/random.h"
 #include "chorus/core/tensor.h"
+#include "chorus/mixed_precision/dtype_policy.h"
 
 namespace chorus::testing {
 
@@ -106,5 +107,14 @@ inline void expect_gradients_match(const std::function<Tensor(const std::vector<
     }
   }
 }
+
+// Sets the global dtype policy for one test and puts float32 back after it.
+class GlobalPolicy {
+ public:
+  explicit GlobalPolicy(const char* name) { mixed_precision::set_global_policy(name); }
+  ~GlobalPolicy() { mixed_precision::set_global_policy("float32"); }
+  GlobalPolicy(const GlobalPolicy&) = delete;
+  GlobalPolicy& operator=(const GlobalPolicy&) = delete;
+};
 
 }  // namespace chorus::testing

@@ -92,6 +92,9 @@ void add_train_command(CLI::App& app) {
   bert->add_option("--tensorboard", bert_options->tensorboard, "TensorBoard log directory");
   bert->add_option("--verbose", bert_options->verbose, "0 silent, 1 progress bar, 2 one line per epoch");
   bert->add_option("--seed", bert_options->seed, "Seed of the initial weights, shuffles and masks");
+  bert->add_option("--dtype-policy", bert_options->dtype_policy,
+                   "float32, or mixed_bfloat16: bfloat16 computation on float32 weights")
+      ->check(CLI::IsMember({"float32", "mixed_bfloat16"}));
   add_fault_tolerance_options(bert, bert_options->fault_tolerance);
   bert->callback([bert_options] { examples::run_bert_mlm_tutorial(*bert_options); });
 }

@@ -87,7 +87,7 @@ TEST(HashingTest, ConfigRoundTrip) {
   Hashing layer(5, {.mask_value = "", .salt = text::SipHashKey{1, 2}, .output_mode = OutputMode::kCount,
                     .name = "h"});
   const nlohmann::json config = serialize_layer(layer);
-  EXPECT_EQ(config, nlohmann::json::parse(R"({"class_name": "Hashing", "config": {"name": "h", "trainable": true,
+  EXPECT_EQ(config, nlohmann::json::parse(R"({"class_name": "Hashing", "config": {"name": "h", "trainable": true, "dtype": "float32",
       "num_bins": 5, "salt": [1, 2], "mask_value": "", "output_mode": "count", "sparse": false}})"));
   EXPECT_EQ(serialize_layer(*layer_from_config(config)), config);
 }

@@ -7,6 +7,7 @@
 #include "chorus/data/text_line_dataset.h"
 #include "chorus/distribute/devices.h"
 #include "chorus/distribute/distribution.h"
+#include "chorus/io/safetensors.h"
 #include "chorus/layers/initializers.h"
 #include "chorus/optimizers/adamw.h"
 #include "chorus/optimizers/sgd.h"
@@ -112,6 +113,36 @@ TEST(BertMaskedLMTest, StepsOnTheWeightedMasksOnlyGiveTheWholeBatchsLossAndAccur
     EXPECT_NEAR(logs.at("loss"), expected, 1e-5) << reduction;
     EXPECT_NEAR(logs.at("sparse_categorical_accuracy"), hits / 4, 1e-6) << reduction;
   }
+}
+
+using BertMixedPrecisionTest = testing::TempDirTest;
+
+// Under mixed_bfloat16 the weights, and the weights saved, stay float32 while the logits
+// are bfloat16, and training follows float32's losses from the same initial weights.
+TEST_F(BertMixedPrecisionTest, TrainsFloat32WeightsAlongFloat32sLosses) {
+  auto train = [](const char* policy) {
+    testing::GlobalPolicy global(policy);
+    layers::set_random_seed(4);
+    auto model = std::make_unique<BertMaskedLM>(mlm_test_config());
+    model->compile({.optimizer = optimizers::AdamW(3e-3),
+                    .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                    .metrics = {metrics::SparseCategoricalAccuracy()}});
+    const History h = model->fit(data::Dataset::from_tensor_slices(mlm_batch(16, 2)).batch(8), {.epochs = 20, .verbose = 0});
+    return std::pair{std::move(model), h.history.at("loss")};
+  };
+  const auto [float32, float32_losses] = train("float32");
+  const auto [mixed, mixed_losses] = train("mixed_bfloat16");
+  EXPECT_EQ(mixed->dtype_policy().name(), "mixed_bfloat16");
+  EXPECT_EQ((*mixed)(mlm_batch(2, 3)[0]).tensor().dtype(), kBFloat16);
+  EXPECT_EQ((*float32)(mlm_batch(2, 3)[0]).tensor().dtype(), kFloat32);
+  for (size_t e = 0; e < float32_losses.size(); ++e) {
+    EXPECT_NEAR(mixed_losses[e], float32_losses[e], 0.05) << "epoch " << e;
+  }
+  EXPECT_LT(mixed_losses.back(), 0.7 * mixed_losses.front());
+  mixed->save_weights(dir_ / "mixed.weights.safetensors");
+  const auto saved = io::load_safetensors(dir_ / "mixed.weights.safetensors");
+  EXPECT_EQ(saved.tensors.size(), mixed->weights().size());
+  for (const auto& [name, tensor] : saved.tensors) EXPECT_EQ(tensor.dtype(), kFloat32) << name;
 }
 
 class BertMaskedLMDataTest : public testing::TempDirTest {
