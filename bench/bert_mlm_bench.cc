@@ -171,7 +171,7 @@ struct MatmulFloor {
   nlohmann::json products = nlohmann::json::array();  // [shape, count, GFLOP/s] each
 };
 
-MatmulFloor matmul_floor(int64_t masked, int64_t vocabulary) {
+MatmulFloor matmul_floor(int64_t masked, int64_t vocabulary, DType dtype) {
   const int64_t tokens = kBatch * kSequence, heads = 2, head_dim = 64, hidden = 128, inner = 512;
   std::vector<StepProduct> products;
   auto dense = [&](int64_t count, int64_t rows, int64_t in, int64_t out) {
@@ -198,7 +198,7 @@ MatmulFloor matmul_floor(int64_t masked, int64_t vocabulary) {
   for (const StepProduct& p : products) {
     const Shape a = p.ta ? Shape{p.k, p.m} : Shape{p.m, p.k}, b = p.tb ? Shape{p.n, p.k} : Shape{p.k, p.n};
     auto with_batch = [&](Shape s) { return p.batch > 1 ? Shape{p.batch, s[0], s[1]} : s; };
-    const Tensor x = uniform(with_batch(a), gen), y = uniform(with_batch(b), gen);
+    const Tensor x = ops::cast(uniform(with_batch(a), gen), dtype), y = ops::cast(uniform(with_batch(b), gen), dtype);
     auto product = [&] { (void)ops::matmul(x, y, {.transpose_a = p.ta, .transpose_b = p.tb}); };
     const double once = bench::median_seconds(product, bench::calibrate_iters(product, 0.02), 5);
     const double flops = 2.0 * static_cast<double>(p.batch * p.m * p.k * p.n);
@@ -304,7 +304,9 @@ void add_matmul_floor(nlohmann::json& record, const StepLosses& losses, int64_t 
   double masked = 0;  // per step, on average: the head's products scale with it
   for (double rows : losses.masked_rows) masked += rows;
   masked /= static_cast<double>(std::max<size_t>(losses.masked_rows.size(), 1));
-  const MatmulFloor floor = matmul_floor(static_cast<int64_t>(std::lround(masked)), vocabulary_size);
+  // In the dtype the step multiplies in: bfloat16 under mixed precision.
+  const MatmulFloor floor = matmul_floor(static_cast<int64_t>(std::lround(masked)), vocabulary_size,
+                                         mixed_precision::global_policy().compute_dtype());
   record["masked_rows_per_step"] = masked;
   record["matmul_floor_s"] = floor.seconds;
   record["matmul_gflop"] = floor.flops * 1e-9;

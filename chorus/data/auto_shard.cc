@@ -50,6 +50,25 @@ std::string_view auto_shard_policy_name(AutoShardPolicy policy) {
   return "?";
 }
 
+namespace {
+
+// The batch whose outputs are the dataset's elements (`chain`: its stages, output first):
+// the first one from the output, unless an unbatch() comes first (then the elements are
+// rows, not global batches). nullptr, with the reason, when there is none.
+const DatasetImpl* global_batch_stage(const std::vector<const DatasetImpl*>& chain, std::string& reason) {
+  for (const DatasetImpl* stage : chain) {
+    if (stage->batch_size() > 0) return stage;
+    if (stage->name() == "unbatch") {
+      reason = "unbatch() follows its last batch, so its elements are not global batches";
+      return nullptr;
+    }
+  }
+  reason = "no batch() or padded_batch() follows the source, so the global batch is unknown";
+  return nullptr;
+}
+
+}  // namespace
+
 std::optional<Dataset> shard_by_file(const Dataset& dataset, int64_t num_workers, int64_t index, std::string* why) {
   if (num_workers < 1) {
     throw_error<ValueError>("shard_by_file: expected num_workers >= 1. Received: num_workers={}", num_workers);
@@ -84,22 +103,9 @@ std::optional<Dataset> shard_by_file(const Dataset& dataset, int64_t num_workers
     chain.push_back(stage);
     if (stage->inputs().empty()) break;
   }
-  // The batch whose outputs are the dataset's elements: the first one from the output,
-  // unless an unbatch() comes first (then the elements are rows, not global batches).
-  const DatasetImpl* batch = nullptr;
-  for (const DatasetImpl* stage : chain) {
-    if (stage->batch_size() > 0) {
-      batch = stage;
-      break;
-    }
-    if (stage->name() == "unbatch") {
-      return not_applicable(why, pipeline, "unbatch() follows its last batch, so its elements are not global batches");
-    }
-  }
-  if (batch == nullptr) {
-    return not_applicable(why, pipeline,
-                          "no batch() or padded_batch() follows the source, so the global batch is unknown");
-  }
+  std::string no_batch;
+  const DatasetImpl* batch = global_batch_stage(chain, no_batch);
+  if (batch == nullptr) return not_applicable(why, pipeline, no_batch);
   const int64_t global = batch->batch_size();
   if (global < num_workers) {
     throw_error<ValueError>("FILE sharding: global batch {} is smaller than the {} workers", global, num_workers);

@@ -207,7 +207,8 @@ Header parse_header(const fs::path& path, const std::string& text) {
     const std::string_view what = e.what();  // "[json.exception.parse_error.101] parse error at ..."
     std::string field;
     for (const OpenObject& object : open_objects) {
-      field += (field.empty() ? "" : ".") + json(object.last).dump(-1, ' ', false, json::error_handler_t::replace);
+      if (!field.empty()) field += '.';
+      field += json(object.last).dump(-1, ' ', false, json::error_handler_t::replace);
     }
     corrupt(path, "the header is not valid JSON: {}{}", what.substr(what.find(']') + 2),
             field.empty() ? "" : " (in " + field + ")");

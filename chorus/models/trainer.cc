@@ -102,6 +102,19 @@ CallbackList make_callbacks(const std::vector<Shared<Callback>>& user, Model* mo
   return list;
 }
 
+void check_fit_options(const std::string& model, const data::Dataset& data, const FitOptions& options) {
+  if (options.epochs < 0 || options.initial_epoch < 0) {
+    throw_error<ValueError>("{}: expected epochs >= 0 and initial_epoch >= 0. Received: epochs={}, initial_epoch={}",
+                            model, options.epochs, options.initial_epoch);
+  }
+  if (options.validation_freq <= 0) {
+    throw_error<ValueError>("{}: expected validation_freq > 0. Received: validation_freq={}", model, options.validation_freq);
+  }
+  if (data.cardinality() == data::kInfiniteCardinality && options.steps_per_epoch <= 0) {
+    throw_error<ValueError>("{}: the training data is infinite; give steps_per_epoch", model);
+  }
+}
+
 }  // namespace
 
 Tensor Model::compute_loss(const Tree& /*x*/, const Tree& y, const Tree& y_pred, const Tensor& sample_weight) {
@@ -224,17 +237,8 @@ History Model::fit(const Tree& x, const Tree& y, FitOptions options) {
 
 History Model::fit(const data::Dataset& data, FitOptions options) {
   if (!compiled()) throw_error<ValueError>("{}: call compile() before fit()", name());
-  if (options.epochs < 0 || options.initial_epoch < 0) {
-    throw_error<ValueError>("{}: expected epochs >= 0 and initial_epoch >= 0. Received: epochs={}, initial_epoch={}",
-                            name(), options.epochs, options.initial_epoch);
-  }
-  if (options.validation_freq <= 0) {
-    throw_error<ValueError>("{}: expected validation_freq > 0. Received: validation_freq={}", name(), options.validation_freq);
-  }
-  int64_t steps = steps_of(data, options.steps_per_epoch);
-  if (data.cardinality() == data::kInfiniteCardinality && options.steps_per_epoch <= 0) {
-    throw_error<ValueError>("{}: the training data is infinite; give steps_per_epoch", name());
-  }
+  check_fit_options(name(), data, options);
+  const int64_t steps = steps_of(data, options.steps_per_epoch);
   auto history = std::make_shared<History>();
   for (const auto& c : options.callbacks) {
     if (auto user_history = std::dynamic_pointer_cast<History>(c.shared_ptr())) history = user_history;

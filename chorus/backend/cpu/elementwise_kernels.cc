@@ -168,13 +168,17 @@ void where(const Tensor& condition, const Tensor& x, const Tensor& y, const Tens
 }
 
 void cast(const Tensor& x, const Tensor& out) {
-  const CastKernel kernel = current_table().cast[KernelTable::cast_index(x.dtype(), out.dtype())];
   assert(x.shape() == out.shape());
-  const char* px = bytes(x);
-  char* po = mutable_bytes(out);
-  const int64_t in_size = static_cast<int64_t>(dtype_size(x.dtype()));
-  const int64_t out_size = static_cast<int64_t>(dtype_size(out.dtype()));
-  parallel_for(x.numel(), kCheapGrain, [&](int64_t begin, int64_t end) {
+  cast(bytes(x), x.dtype(), mutable_bytes(out), out.dtype(), x.numel());
+}
+
+void cast(const void* x, DType from, void* out, DType to, int64_t n) {
+  const CastKernel kernel = current_table().cast[KernelTable::cast_index(from, to)];
+  const auto* px = static_cast<const char*>(x);
+  auto* po = static_cast<char*>(out);
+  const auto in_size = static_cast<int64_t>(dtype_size(from));
+  const auto out_size = static_cast<int64_t>(dtype_size(to));
+  parallel_for(n, kCheapGrain, [&](int64_t begin, int64_t end) {
     kernel(px + begin * in_size, po + begin * out_size, end - begin);
   });
 }

@@ -78,6 +78,9 @@ void where(const Tensor& condition, const Tensor& x, const Tensor& y, const Tens
 // out = x converted to out's dtype (same shape): floats to ints truncate toward zero
 // (saturating; NaN gives 0), to bool is x != 0, bool to numbers is 0 or 1.
 void cast(const Tensor& x, const Tensor& out);
+// The same conversion of `n` contiguous elements between raw buffers (operands that are
+// not tensors of their own: matmul's bfloat16 fallback).
+void cast(const void* x, DType from, void* out, DType to, int64_t n);
 // Whether any element of x is zero (integer division's precondition).
 bool contains_zero(const Tensor& x);
 

@@ -12,8 +12,8 @@
 
 #include <dnnl.hpp>
 
+#include "chorus/backend/cpu/elementwise_kernels.h"
 #include "chorus/backend/cpu/parallel.h"
-#include "chorus/core/bfloat16.h"
 #include "chorus/core/error.h"
 
 namespace chorus::backend::cpu {
@@ -154,10 +154,9 @@ size_t strided_extent(int rank, const std::array<int64_t, kMaxRank>& dims, const
   return extent;
 }
 
-std::vector<float> widen(const void* data, size_t count) {
-  const auto* in = static_cast<const bfloat16*>(data);
-  std::vector<float> out(count);
-  for (size_t i = 0; i < count; ++i) out[i] = static_cast<float>(in[i]);
+Tensor widen(const void* data, size_t count) {
+  Tensor out = Tensor::empty(Shape{static_cast<int64_t>(count)}, kFloat32);
+  cast(data, kBFloat16, out.raw_data(), kFloat32, static_cast<int64_t>(count));
   return out;
 }
 
@@ -171,14 +170,17 @@ void matmul(const MatmulProblem& p, const void* a, const void* b, void* c) {
     // result bfloat16 kernels give, which accumulate in float32 too.
     MatmulProblem f32 = p;
     f32.dtype = kFloat32;
-    const auto a32 = widen(a, strided_extent(p.rank, p.a_dims, p.a_strides));
-    const auto b32 = widen(b, strided_extent(p.rank, p.b_dims, p.b_strides));
-    // c's span is widened too, so elements between strided ones keep their values.
+    const Tensor a32 = widen(a, strided_extent(p.rank, p.a_dims, p.a_strides));
+    const Tensor b32 = widen(b, strided_extent(p.rank, p.b_dims, p.b_strides));
+    // A strided c's span is widened too, so elements between strided ones keep their
+    // values; a dense one is overwritten whole.
     const size_t c_extent = strided_extent(p.rank, p.c_dims, c_strides_of(p));
-    std::vector<float> c32 = widen(c, c_extent);
-    matmul(f32, a32.data(), b32.data(), c32.data());
-    auto* out = static_cast<bfloat16*>(c);
-    for (size_t i = 0; i < c_extent; ++i) out[i] = bfloat16(c32[i]);
+    size_t c_elements = 1;
+    for (int i = 0; i < p.rank; ++i) c_elements *= static_cast<size_t>(p.c_dims[i]);
+    const Tensor c32 = c_extent == c_elements ? Tensor::empty(Shape{static_cast<int64_t>(c_extent)}, kFloat32)
+                                              : widen(c, c_extent);
+    matmul(f32, a32.raw_data(), b32.raw_data(), c32.raw_data());
+    cast(c32.raw_data(), kFloat32, c, kBFloat16, static_cast<int64_t>(c_extent));
     return;
   }
   ThreadState& state = thread_state();
