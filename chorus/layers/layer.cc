@@ -1,5 +1,6 @@
 #include "chorus/layers/layer.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <mutex>
@@ -179,10 +180,13 @@ Tree Layer::call_autocast(const Tree& inputs, bool training) {
   enter_dtype_policy(scope);
   if (!autocast_ || !cast_inputs_) return call(inputs, training);
   const DType dtype = compute_dtype();
-  bool any = false;
-  for (const Tensor& t : inputs.flatten()) any = any || (is_floating(t.dtype()) && t.dtype() != dtype);
-  if (!any) return call(inputs, training);
-  return call(inputs.map([&](const Tensor& t) { return is_floating(t.dtype()) ? ops::cast(t, dtype) : t; }), training);
+  auto needs_cast = [dtype](const Tensor& t) { return is_floating(t.dtype()) && t.dtype() != dtype; };
+  if (inputs.is_tensor()) {  // most calls: no flatten on the way
+    return needs_cast(inputs.tensor()) ? call(Tree(ops::cast(inputs.tensor(), dtype)), training) : call(inputs, training);
+  }
+  const std::vector<Tensor> leaves = inputs.flatten();
+  if (std::none_of(leaves.begin(), leaves.end(), needs_cast)) return call(inputs, training);
+  return call(inputs.map([&](const Tensor& t) { return needs_cast(t) ? ops::cast(t, dtype) : t; }), training);
 }
 
 void Layer::enter_dtype_policy(std::optional<autograd::AutocastScope>& scope) const {
