@@ -1,7 +1,8 @@
 // AutocastScope: while one is open on a thread, reading a floating-point Variable gives
 // its value cast to the scope's dtype (Keras's AutocastScope) — how a layer under a
 // mixed precision policy computes in bfloat16 on float32 weights. Layer::operator() opens
-// one per call; the gradient flows back through the cast to the float32 variable.
+// one around call() when the layer's policy is mixed (and a non-casting one for a layer
+// that opts out inside one); the gradient flows back through the cast to the variable.
 // One thread's scopes nest like a stack and belong to that thread.
 #pragma once
 
