@@ -16,40 +16,31 @@
 #include <gloo/broadcast_one_to_all.h>
 
 #include "chorus/distribute/gloo_communicator.h"
+#include "chorus/distribute/reduce_kernels.h"
 
 namespace chorus::distribute {
 namespace {
 
-void check_float(const Tensor& t, const char* op) {
-  if (!t.defined()) throw_error<ValueError>("{}: the tensor is undefined", op);
-  if (t.dtype() != kFloat32) throw_error<DTypeError>("{}: expected float32, got {}", op, dtype_name(t.dtype()));
+// Buffers as Gloo's algorithms take them: reductions as their element type, everything
+// else as bytes (moving them needs no type).
+uint8_t* bytes_of(const Buffer& b) { return static_cast<uint8_t*>(b.data); }
+
+template <ReduceOp Op>
+void float_in_place(float* x, const float* y, size_t n) {
+  kernels::reduce<float, Op>(x, x, y, n);
 }
 
-using GlooFn = void (*)(void*, const void*, const void*, size_t);
-
-GlooFn reduce_fn(ReduceOp op) {
+// chorus's float32 reductions (kernels::combine: NaN propagates) for Gloo's sync ring.
+const gloo::ReductionFunction<float>* ring_reduction(ReduceOp op) {
+  static const gloo::ReductionFunction<float> kSum(gloo::SUM, &float_in_place<ReduceOp::kSum>);
+  static const gloo::ReductionFunction<float> kMax(gloo::MAX, &float_in_place<ReduceOp::kMax>);
+  static const gloo::ReductionFunction<float> kMin(gloo::MIN, &float_in_place<ReduceOp::kMin>);
   switch (op) {
-    case ReduceOp::kMax:
-      return &gloo::max<float>;
-    case ReduceOp::kMin:
-      return &gloo::min<float>;
-    case ReduceOp::kSum:
-      break;
+    case ReduceOp::kMax: return &kMax;
+    case ReduceOp::kMin: return &kMin;
+    case ReduceOp::kSum: break;
   }
-  return &gloo::sum<float>;
-}
-
-// The same reduction for Gloo's sync-mode algorithms.
-const gloo::ReductionFunction<float>* reduction(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kMax:
-      return gloo::ReductionFunction<float>::max;
-    case ReduceOp::kMin:
-      return gloo::ReductionFunction<float>::min;
-    case ReduceOp::kSum:
-      break;
-  }
-  return gloo::ReductionFunction<float>::sum;
+  return &kSum;
 }
 
 }  // namespace
@@ -58,26 +49,36 @@ bool GlooCommunicator::sync_fits(int64_t message_bytes) const {
   return sync_context_ != nullptr && message_bytes <= options_.sync_max_bytes;
 }
 
-void GlooCommunicator::all_reduce_now(float* data, int64_t count, ReduceOp op) {
+void GlooCommunicator::all_reduce_now(const Buffer& buffer, ReduceOp op) {
+  const int64_t count = buffer.count, bytes = buffer.bytes();
   if (count == 0 || size_ == 1) return;
-  if (size_ == 2 && sync_fits(count * 4)) {
+  if (buffer.type == ElementType::kFloat32 && size_ == 2 && sync_fits(bytes)) {
     // Two ranks add x0 + x1 and x1 + x0: the same bits on both.
-    gloo::AllreduceRing<float> ring(sync_context_, {data}, static_cast<int>(count), reduction(op));
+    gloo::AllreduceRing<float> ring(sync_context_, {static_cast<float*>(buffer.data)}, static_cast<int>(count),
+                                    ring_reduction(op));
     ring.run();
     return;
   }
-  if (size_ == 2 && sync_context_ && count * 4 <= options_.sync_exchange_max_bytes) {
-    // x0 + x1 on rank 0, x1 + x0 on rank 1: the same bits.
-    reduce_fn(op)(data, data, exchange(data, count), static_cast<size_t>(count));
+  const kernels::ReduceFn reduce = kernels::reduce_fn(buffer.type, op);
+  if (size_ == 2 && sync_context_ && bytes <= options_.sync_exchange_max_bytes) {
+    // Both ranks compute x0 op x1: the same bits.
+    const void* theirs = exchange(buffer.data, bytes);
+    if (rank_ == 0) {
+      reduce(buffer.data, buffer.data, theirs, static_cast<size_t>(count));
+    } else {
+      reduce(buffer.data, theirs, buffer.data, static_cast<size_t>(count));
+    }
     return;
   }
-  if (size_ > 2 && sync_context_ && count * 4 * (size_ - 1) <= options_.sync_exchange_max_bytes) {
-    reduce_then_broadcast(data, count, op);
+  if (size_ > 2 && sync_context_ && bytes * (size_ - 1) <= options_.sync_exchange_max_bytes) {
+    reduce_then_broadcast(buffer, op);
     return;
   }
   gloo::AllreduceOptions options(context_);
-  options.setOutput(data, static_cast<size_t>(count));
-  options.setReduceFunction(reduce_fn(op));
+  kernels::visit_element_type(buffer.type, [&](auto t) {
+    options.setOutput(static_cast<decltype(t)*>(buffer.data), static_cast<size_t>(count));
+  });
+  options.setReduceFunction(reduce);
   // Two workers: the ring (measured faster at 16M floats, 41 vs 52 ms); more: bcube
   // above bcube_above, whose fewer steps pay off as ranks grow.
   options.setAlgorithm(size_ > 2 && count > options_.bcube_above ? gloo::AllreduceOptions::Algorithm::BCUBE
@@ -86,13 +87,13 @@ void GlooCommunicator::all_reduce_now(float* data, int64_t count, ReduceOp op) {
   gloo::allreduce(options);
 }
 
-const float* GlooCommunicator::exchange(const float* data, int64_t count) {
-  const size_t bytes = static_cast<size_t>(count) * sizeof(float);
-  if (inbox_.size() < static_cast<size_t>(count)) inbox_.resize(static_cast<size_t>(count));
+const void* GlooCommunicator::exchange(const void* data, int64_t bytes) {
+  const size_t words = (static_cast<size_t>(bytes) + 7) / 8;
+  if (inbox_.size() < words) inbox_.resize(words);
   auto& pair = sync_context_->getPair(1 - rank_);
   const auto slot = sync_context_->nextSlot();
-  auto send = pair->createSendBuffer(static_cast<int>(slot), const_cast<float*>(data), bytes);
-  auto receive = pair->createRecvBuffer(static_cast<int>(slot), inbox_.data(), bytes);
+  auto send = pair->createSendBuffer(static_cast<int>(slot), const_cast<void*>(data), static_cast<size_t>(bytes));
+  auto receive = pair->createRecvBuffer(static_cast<int>(slot), inbox_.data(), static_cast<size_t>(bytes));
   // One writer at a time: rank 0 sends while rank 1 reads, then the reverse.
   if (rank_ == 0) {
     send->send();
@@ -109,115 +110,123 @@ const float* GlooCommunicator::exchange(const float* data, int64_t count) {
 bool GlooCommunicator::all_to_all_two(const std::vector<std::vector<std::byte>>& send,
                                       std::vector<std::vector<std::byte>>& received) {
   const auto other = static_cast<size_t>(1 - rank_);
-  // Sizes first (an int64 as two float words), then both buffers padded to the larger.
+  // Sizes first, then both buffers padded to the larger.
   const auto outgoing = static_cast<int64_t>(send[other].size());
-  float size_words[2];
-  std::memcpy(size_words, &outgoing, sizeof(outgoing));
   int64_t incoming = 0;
-  std::memcpy(&incoming, exchange(size_words, 2), sizeof(incoming));
-  const int64_t words = (std::max(outgoing, incoming) + 3) / 4;
-  if (words * 4 > options_.sync_exchange_max_bytes) return false;  // both ranks see the same sizes
-  std::vector<float> out(static_cast<size_t>(words));
-  if (outgoing > 0) std::memcpy(out.data(), send[other].data(), static_cast<size_t>(outgoing));
-  const auto* in = reinterpret_cast<const std::byte*>(words > 0 ? exchange(out.data(), words) : nullptr);
+  std::memcpy(&incoming, exchange(&outgoing, sizeof(outgoing)), sizeof(incoming));
+  const int64_t padded = std::max(outgoing, incoming);
+  if (padded > options_.sync_exchange_max_bytes) return false;  // both ranks see the same sizes
+  std::vector<std::byte> out(static_cast<size_t>(padded));
+  std::copy(send[other].begin(), send[other].end(), out.begin());
+  const auto* in = static_cast<const std::byte*>(padded > 0 ? exchange(out.data(), padded) : nullptr);
   received[other].assign(in, in + incoming);
   received[static_cast<size_t>(rank_)] = send[static_cast<size_t>(rank_)];
   return true;
 }
 
-void GlooCommunicator::reduce_then_broadcast(float* data, int64_t count, ReduceOp op) {
-  const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+void GlooCommunicator::reduce_then_broadcast(const Buffer& buffer, ReduceOp op) {
+  const auto bytes = static_cast<size_t>(buffer.bytes());
   const auto slot = static_cast<int>(sync_context_->nextSlot());
   if (rank_ == 0) {
-    // Rank 0 reads each rank in turn and adds in rank order: x0 + x1 + x2 + ...
-    if (inbox_.size() < static_cast<size_t>(count)) inbox_.resize(static_cast<size_t>(count));
+    // Rank 0 reads each rank in turn and combines in rank order: x0 op x1 op x2 ...
+    const kernels::ReduceFn reduce = kernels::reduce_fn(buffer.type, op);
+    const size_t words = (bytes + 7) / 8;
+    if (inbox_.size() < words) inbox_.resize(words);
     for (int r = 1; r < size_; ++r) {
       auto receive = sync_context_->getPair(r)->createRecvBuffer(slot, inbox_.data(), bytes);
       receive->waitRecv();
-      reduce_fn(op)(data, data, inbox_.data(), static_cast<size_t>(count));
+      reduce(buffer.data, buffer.data, inbox_.data(), static_cast<size_t>(buffer.count));
     }
   } else {
-    auto send = sync_context_->getPair(0)->createSendBuffer(slot, data, bytes);
+    auto send = sync_context_->getPair(0)->createSendBuffer(slot, buffer.data, bytes);
     send->send();
     send->waitSend();
   }
-  gloo::BroadcastOneToAll<float> broadcast(sync_context_, {data}, static_cast<size_t>(count), 0);
+  gloo::BroadcastOneToAll<uint8_t> broadcast(sync_context_, {bytes_of(buffer)}, bytes, 0);
   broadcast.run();
 }
 
-GlooCommunicator::Run GlooCommunicator::make_all_reduce(Tensor tensor, ReduceOp op) {
-  check_float(tensor, "all_reduce");
-  return [this, tensor, op] { all_reduce_now(tensor.data<float>(), tensor.numel(), op); };
+GlooCommunicator::Run GlooCommunicator::make_all_reduce(Buffer buffer, ReduceOp op) {
+  check_buffer("all_reduce", "tensor", buffer);
+  check_reduction("all_reduce", buffer, op);
+  return [this, buffer = std::move(buffer), op] { all_reduce_now(buffer, op); };
 }
 
-GlooCommunicator::Run GlooCommunicator::make_broadcast(Tensor tensor, int root) {
-  check_float(tensor, "broadcast");
+GlooCommunicator::Run GlooCommunicator::make_broadcast(Buffer buffer, int root) {
+  check_buffer("broadcast", "tensor", buffer);
   if (root < 0 || root >= size_) throw_error<ValueError>("broadcast: root {} is not a rank of {}", root, size_);
-  return [this, tensor, root] {
-    if (tensor.numel() == 0 || size_ == 1) return;
+  return [this, buffer = std::move(buffer), root] {
+    const auto bytes = static_cast<size_t>(buffer.bytes());
+    if (bytes == 0 || size_ == 1) return;
     if (sync_context_) {
       // Only the root writes, to readers: safe in sync mode at any size.
-      gloo::BroadcastOneToAll<float> broadcast(sync_context_, {tensor.data<float>()},
-                                               static_cast<size_t>(tensor.numel()), root);
+      gloo::BroadcastOneToAll<uint8_t> broadcast(sync_context_, {bytes_of(buffer)}, bytes, root);
       broadcast.run();
       return;
     }
     gloo::BroadcastOptions options(context_);
-    options.setOutput(tensor.data<float>(), static_cast<size_t>(tensor.numel()));
+    options.setOutput(bytes_of(buffer), bytes);
     options.setRoot(root);
     options.setTimeout(options_.timeout);
     gloo::broadcast(options);
   };
 }
 
-GlooCommunicator::Run GlooCommunicator::make_all_gather(Tensor input, Tensor output) {
-  check_float(input, "all_gather");
-  check_float(output, "all_gather");
-  if (output.numel() != input.numel() * size_) {
-    throw_error<ShapeError>("all_gather: output has {} elements, expected {} x {}", output.numel(), size_, input.numel());
-  }
-  return [this, input, output] {
-    if (input.numel() == 0) return;
+GlooCommunicator::Run GlooCommunicator::make_all_gather(Buffer input, Buffer output) {
+  check_buffer("all_gather", "input", input);
+  check_buffer("all_gather", "output", output);
+  check_blocks("all_gather", "output", output, "input", input, size_);
+  return [this, input = std::move(input), output = std::move(output)] {
+    const int64_t bytes = input.bytes();
+    if (bytes == 0) return;
     if (size_ == 1) {
-      std::copy_n(input.data<float>(), input.numel(), output.data<float>());
+      std::memcpy(output.data, input.data, static_cast<size_t>(bytes));
       return;
     }
-    if (sync_fits(input.nbytes())) {
-      gloo::AllgatherRing<float> ring(sync_context_, {input.data<float>()}, output.data<float>(),
-                                      static_cast<int>(input.numel()));
+    if (sync_fits(bytes)) {
+      gloo::AllgatherRing<uint8_t> ring(sync_context_, {bytes_of(input)}, bytes_of(output), static_cast<int>(bytes));
       ring.run();
       return;
     }
     gloo::AllgatherOptions options(context_);
-    options.setInput(input.data<float>(), static_cast<size_t>(input.numel()));
-    options.setOutput(output.data<float>(), static_cast<size_t>(output.numel()));
+    options.setInput(bytes_of(input), static_cast<size_t>(bytes));
+    options.setOutput(bytes_of(output), static_cast<size_t>(output.bytes()));
     options.setTimeout(options_.timeout);
     gloo::allgather(options);
   };
 }
 
-GlooCommunicator::Run GlooCommunicator::make_reduce_scatter(Tensor input, Tensor output, ReduceOp op) {
-  check_float(input, "reduce_scatter");
-  check_float(output, "reduce_scatter");
-  if (input.numel() != output.numel() * size_) {
-    throw_error<ShapeError>("reduce_scatter: input has {} elements, expected {} x {}", input.numel(), size_,
-                            output.numel());
-  }
-  return [this, input, output, op] {
-    const int64_t n = output.numel();
+GlooCommunicator::Run GlooCommunicator::make_reduce_scatter(Buffer input, Buffer output, ReduceOp op) {
+  check_buffer("reduce_scatter", "input", input);
+  check_buffer("reduce_scatter", "output", output);
+  check_blocks("reduce_scatter", "input", input, "output", output, size_);
+  check_reduction("reduce_scatter", input, op);
+  return [this, input = std::move(input), output = std::move(output), op] {
+    const int64_t n = output.count, block_bytes = output.bytes();
     if (n == 0) return;
-    if (size_ == 2 && sync_context_ && n * 4 <= options_.sync_exchange_max_bytes) {
-      // Each rank sends the block the other keeps and adds the one it receives.
-      const float* mine = input.data<float>() + rank_ * n;
-      const float* theirs = exchange(input.data<float>() + (1 - rank_) * n, n);
-      reduce_fn(op)(output.data<float>(), mine, theirs, static_cast<size_t>(n));
+    const kernels::ReduceFn reduce = kernels::reduce_fn(input.type, op);
+    auto block = [&](const Buffer& b, int r) { return static_cast<const std::byte*>(b.data) + r * block_bytes; };
+    if (size_ == 2 && sync_context_ && block_bytes <= options_.sync_exchange_max_bytes) {
+      // Each rank sends the block the other keeps and combines the one it receives, both
+      // as x0 op x1.
+      const void* mine = block(input, rank_);
+      const void* theirs = exchange(block(input, 1 - rank_), block_bytes);
+      if (rank_ == 0) {
+        reduce(output.data, mine, theirs, static_cast<size_t>(n));
+      } else {
+        reduce(output.data, theirs, mine, static_cast<size_t>(n));
+      }
       return;
     }
     // All-reduce a copy, keep this rank's block: twice the traffic of a true
     // reduce-scatter, which this Gloo has only for its own algorithms' layouts.
-    Tensor all = input.clone();
-    all_reduce_now(all.data<float>(), all.numel(), op);
-    std::copy_n(all.data<float>() + rank_ * n, n, output.data<float>());
+    std::vector<uint64_t> copy((static_cast<size_t>(input.bytes()) + 7) / 8);
+    std::memcpy(copy.data(), input.data, static_cast<size_t>(input.bytes()));
+    Buffer all = input;
+    all.data = copy.data();
+    all.tensor = Tensor();
+    all_reduce_now(all, op);
+    std::memcpy(output.data, block(all, rank_), static_cast<size_t>(block_bytes));
   };
 }
 
@@ -235,30 +244,30 @@ GlooCommunicator::Run GlooCommunicator::make_barrier() {
   };
 }
 
-std::unique_ptr<Work> GlooCommunicator::all_reduce_async(Tensor tensor, ReduceOp op) {
-  return enqueue("all_reduce", make_all_reduce(std::move(tensor), op));
+std::unique_ptr<Work> GlooCommunicator::all_reduce_async(Buffer buffer, ReduceOp op) {
+  return enqueue("all_reduce", make_all_reduce(std::move(buffer), op));
 }
-std::unique_ptr<Work> GlooCommunicator::broadcast_async(Tensor tensor, int root) {
-  return enqueue("broadcast", make_broadcast(std::move(tensor), root));
+std::unique_ptr<Work> GlooCommunicator::broadcast_async(Buffer buffer, int root) {
+  return enqueue("broadcast", make_broadcast(std::move(buffer), root));
 }
-std::unique_ptr<Work> GlooCommunicator::all_gather_async(Tensor input, Tensor output) {
+std::unique_ptr<Work> GlooCommunicator::all_gather_async(Buffer input, Buffer output) {
   return enqueue("all_gather", make_all_gather(std::move(input), std::move(output)));
 }
-std::unique_ptr<Work> GlooCommunicator::reduce_scatter_async(Tensor input, Tensor output, ReduceOp op) {
+std::unique_ptr<Work> GlooCommunicator::reduce_scatter_async(Buffer input, Buffer output, ReduceOp op) {
   return enqueue("reduce_scatter", make_reduce_scatter(std::move(input), std::move(output), op));
 }
 std::unique_ptr<Work> GlooCommunicator::barrier_async() { return enqueue("barrier", make_barrier()); }
 
-void GlooCommunicator::all_reduce(Tensor tensor, ReduceOp op) {
-  run_now("all_reduce", make_all_reduce(std::move(tensor), op));
+void GlooCommunicator::all_reduce(Buffer buffer, ReduceOp op) {
+  run_now("all_reduce", make_all_reduce(std::move(buffer), op));
 }
-void GlooCommunicator::broadcast(Tensor tensor, int root) {
-  run_now("broadcast", make_broadcast(std::move(tensor), root));
+void GlooCommunicator::broadcast(Buffer buffer, int root) {
+  run_now("broadcast", make_broadcast(std::move(buffer), root));
 }
-void GlooCommunicator::all_gather(Tensor input, Tensor output) {
+void GlooCommunicator::all_gather(Buffer input, Buffer output) {
   run_now("all_gather", make_all_gather(std::move(input), std::move(output)));
 }
-void GlooCommunicator::reduce_scatter(Tensor input, Tensor output, ReduceOp op) {
+void GlooCommunicator::reduce_scatter(Buffer input, Buffer output, ReduceOp op) {
   run_now("reduce_scatter", make_reduce_scatter(std::move(input), std::move(output), op));
 }
 void GlooCommunicator::barrier() { run_now("barrier", make_barrier()); }

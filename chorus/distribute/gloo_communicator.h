@@ -39,7 +39,7 @@ struct GlooOptions {
   // Names the communicator's keys in the store, so several streams share one store.
   std::string name = "default";
   // With more than two workers, all_reduce uses Gloo's bcube instead of its ring above
-  // this many floats.
+  // this many elements.
   int64_t bcube_above = int64_t{1} << 20;
   // Sync mode (CHORUS_GLOO_SYNC_BYTES; 0: off): collectives on a second Gloo context whose
   // running thread reads and writes the sockets itself, with no event-loop hand-off (a
@@ -78,15 +78,15 @@ class GlooCommunicator : public Communicator {
   int size() const override { return size_; }
   std::string backend() const override { return "gloo"; }
 
-  std::unique_ptr<Work> all_reduce_async(Tensor tensor, ReduceOp op = ReduceOp::kSum) override;
-  std::unique_ptr<Work> broadcast_async(Tensor tensor, int root) override;
-  std::unique_ptr<Work> all_gather_async(Tensor input, Tensor output) override;
-  std::unique_ptr<Work> reduce_scatter_async(Tensor input, Tensor output, ReduceOp op = ReduceOp::kSum) override;
+  std::unique_ptr<Work> all_reduce_async(Buffer buffer, ReduceOp op = ReduceOp::kSum) override;
+  std::unique_ptr<Work> broadcast_async(Buffer buffer, int root) override;
+  std::unique_ptr<Work> all_gather_async(Buffer input, Buffer output) override;
+  std::unique_ptr<Work> reduce_scatter_async(Buffer input, Buffer output, ReduceOp op = ReduceOp::kSum) override;
   std::unique_ptr<Work> barrier_async() override;
-  void all_reduce(Tensor tensor, ReduceOp op = ReduceOp::kSum) override;
-  void broadcast(Tensor tensor, int root) override;
-  void all_gather(Tensor input, Tensor output) override;
-  void reduce_scatter(Tensor input, Tensor output, ReduceOp op = ReduceOp::kSum) override;
+  void all_reduce(Buffer buffer, ReduceOp op = ReduceOp::kSum) override;
+  void broadcast(Buffer buffer, int root) override;
+  void all_gather(Buffer input, Buffer output) override;
+  void reduce_scatter(Buffer input, Buffer output, ReduceOp op = ReduceOp::kSum) override;
   void barrier() override;
   // Sizes by Gloo's alltoall, then the buffers by its alltoallv: each byte travels once.
   std::vector<std::vector<std::byte>> all_to_all(const std::vector<std::vector<std::byte>>& send) override;
@@ -96,18 +96,18 @@ class GlooCommunicator : public Communicator {
   struct Task;
   using Run = std::function<void()>;
   // The collectives, checked, as work for run_now or enqueue.
-  Run make_all_reduce(Tensor tensor, ReduceOp op);
-  Run make_broadcast(Tensor tensor, int root);
-  Run make_all_gather(Tensor input, Tensor output);
-  Run make_reduce_scatter(Tensor input, Tensor output, ReduceOp op);
+  Run make_all_reduce(Buffer buffer, ReduceOp op);
+  Run make_broadcast(Buffer buffer, int root);
+  Run make_all_gather(Buffer input, Buffer output);
+  Run make_reduce_scatter(Buffer input, Buffer output, ReduceOp op);
   Run make_barrier();
-  void all_reduce_now(float* data, int64_t count, ReduceOp op);
+  void all_reduce_now(const Buffer& buffer, ReduceOp op);
   // Three or more ranks in sync mode: rank 0 gathers and adds in rank order, then
   // broadcasts. Only rank 0 reads while the others write, so nothing can block for good.
-  void reduce_then_broadcast(float* data, int64_t count, ReduceOp op);
-  // Two ranks in sync mode: sends `count` floats at `data` to the other rank and returns
-  // the `count` floats it sent this one (in inbox_, valid until the next exchange).
-  const float* exchange(const float* data, int64_t count);
+  void reduce_then_broadcast(const Buffer& buffer, ReduceOp op);
+  // Two ranks in sync mode: sends `bytes` at `data` to the other rank and returns the
+  // bytes it sent this one (in inbox_, valid until the next exchange).
+  const void* exchange(const void* data, int64_t bytes);
   // all_to_all of two ranks in sync mode: two exchanges (the sizes, then the buffers).
   // False (nothing received) when the buffers exceed sync_exchange_max_bytes.
   bool all_to_all_two(const std::vector<std::vector<std::byte>>& send, std::vector<std::vector<std::byte>>& received);
@@ -129,7 +129,7 @@ class GlooCommunicator : public Communicator {
   std::shared_ptr<gloo::Context> context_;       // Gloo's event loop
   std::shared_ptr<gloo::Context> sync_context_;  // sync mode; null when off or alone
   uint64_t issued_ = 0;
-  std::vector<float> inbox_;  // what exchange() received
+  std::vector<uint64_t> inbox_;  // what exchange() received (8-byte words: aligned for every type)
 
   std::mutex mutex_;
   std::condition_variable ready_;

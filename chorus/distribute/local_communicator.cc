@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "chorus/core/env.h"
+#include "chorus/distribute/reduce_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -53,9 +54,9 @@ using Clock = std::chrono::steady_clock;
 // instruction (about a microsecond), then polls that yield the core until kSpin passed.
 constexpr int kPauses = 16;
 constexpr auto kSpin = std::chrono::microseconds(20);
-// Chunks start on multiples of 16 floats (64 bytes, one cache line on 64-byte aligned
-// storage), so two ranks never write the same line.
-constexpr int64_t kChunkAlign = 16;
+// Chunks start on multiples of 64 bytes (one cache line on 64-byte aligned storage), so
+// two ranks never write the same line.
+constexpr size_t kChunkAlign = 64;
 
 enum class Kind : uint8_t { kAllReduce, kBroadcast, kAllGather, kReduceScatter, kBarrier };
 
@@ -71,71 +72,58 @@ const char* op_name(ReduceOp op) {
 
 bool is_reduction(Kind kind) { return kind == Kind::kAllReduce || kind == Kind::kReduceScatter; }
 
-// ---- Reduction kernels: plain loops the compiler vectorises; memory-bound anyway. ----
-
-struct Sum {
-  float operator()(float acc, float x) const { return acc + x; }
-};
-// Max and min propagate NaN (from any rank) instead of dropping it.
-struct Max {
-  float operator()(float acc, float x) const { return x > acc || x != x ? x : acc; }
-};
-struct Min {
-  float operator()(float acc, float x) const { return x < acc || x != x ? x : acc; }
-};
+// ---- Reductions: every rank's block combined in rank order, by one thread ----
 
 // Elements per piece: the accumulator (8 KB) stays in L1 while every input streams once.
-constexpr int64_t kPiece = 2048;
+constexpr size_t kPieceBytes = 8192;
 
-// For j < len and every output q: out[q][j] = ((in[0][j] f in[1][j]) f in[2][j]) ..., in
+// For j < len and every output q: out[q][j] = ((in[0][j] op in[1][j]) op in[2][j]) ..., in
 // rank order. An output may be an input (all_reduce): each piece is read before it is written.
-template <class F>
-void reduce_pieces(std::span<const float* const> in, std::span<float* const> out, int64_t len, F f) {
+template <class T>
+void reduce_pieces(std::span<const std::byte* const> in, std::span<std::byte* const> out, int64_t len,
+                   kernels::ReduceFn f) {
+  constexpr int64_t kPiece = kPieceBytes / sizeof(T);
   const size_t n = in.size();
-  alignas(64) float acc[kPiece];
+  alignas(64) T acc[kPiece];
   for (int64_t p = 0; p < len; p += kPiece) {
-    const int64_t m = std::min(kPiece, len - p);
-    const float* x0 = in[0] + p;
+    const auto m = static_cast<size_t>(std::min(kPiece, len - p));
+    const auto at = [&](const std::byte* base) { return reinterpret_cast<const T*>(base) + p; };
     if (n == 1) {
-      std::memcpy(acc, x0, static_cast<size_t>(m) * sizeof(float));
+      std::memcpy(acc, at(in[0]), m * sizeof(T));
     } else {
-      const float* x1 = in[1] + p;
-      for (int64_t j = 0; j < m; ++j) acc[j] = f(x0[j], x1[j]);
+      f(acc, at(in[0]), at(in[1]), m);
     }
-    for (size_t r = 2; r < n; ++r) {
-      const float* x = in[r] + p;
-      for (int64_t j = 0; j < m; ++j) acc[j] = f(acc[j], x[j]);
-    }
-    for (float* o : out) std::memcpy(o + p, acc, static_cast<size_t>(m) * sizeof(float));
+    for (size_t r = 2; r < n; ++r) f(acc, acc, at(in[r]), m);
+    for (std::byte* o : out) std::memcpy(reinterpret_cast<T*>(o) + p, acc, m * sizeof(T));
   }
 }
 
 // Two ranks in place, one pass: the all_reduce of a pair of replicas (the common case).
-template <class F>
-void reduce_pair_in_place(float* a, float* b, int64_t len, F f) {
+template <class T, ReduceOp Op>
+void reduce_pair_in_place(std::byte* a, std::byte* b, int64_t len) {
+  auto* x = reinterpret_cast<T*>(a);
+  auto* y = reinterpret_cast<T*>(b);
   for (int64_t j = 0; j < len; ++j) {
-    const float s = f(a[j], b[j]);
-    a[j] = s;
-    b[j] = s;
+    const T s = kernels::combine<T>(Op, x[j], y[j]);
+    x[j] = s;
+    y[j] = s;
   }
 }
 
-template <class F>
-void reduce_block(std::span<const float* const> in, std::span<float* const> out, int64_t len, F f) {
+void reduce_block(std::span<const std::byte* const> in, std::span<std::byte* const> out, int64_t len,
+                  ElementType type, ReduceOp op) {
   if (in.size() == 1 && out.size() == 1 && in[0] == out[0]) return;  // one rank, in place
-  if (in.size() == 2 && out.size() == 2 && in[0] == out[0] && in[1] == out[1]) {
-    reduce_pair_in_place(out[0], out[1], len, f);
-  } else {
-    reduce_pieces(in, out, len, f);
-  }
-}
-
-void reduce_block(std::span<const float* const> in, std::span<float* const> out, int64_t len, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum: return reduce_block(in, out, len, Sum{});
-    case ReduceOp::kMax: return reduce_block(in, out, len, Max{});
-    case ReduceOp::kMin: return reduce_block(in, out, len, Min{});
-  }
+  kernels::visit_element_type(type, [&](auto t) {
+    using T = decltype(t);
+    if (in.size() == 2 && out.size() == 2 && in[0] == out[0] && in[1] == out[1]) {
+      switch (op) {
+        case ReduceOp::kSum: return reduce_pair_in_place<T, ReduceOp::kSum>(out[0], out[1], len);
+        case ReduceOp::kMax: return reduce_pair_in_place<T, ReduceOp::kMax>(out[0], out[1], len);
+        case ReduceOp::kMin: return reduce_pair_in_place<T, ReduceOp::kMin>(out[0], out[1], len);
+      }
+    }
+    reduce_pieces<T>(in, out, len, kernels::reduce_fn<T>(op));
+  });
 }
 
 // ---- The group ----
@@ -143,22 +131,24 @@ void reduce_block(std::span<const float* const> in, std::span<float* const> out,
 // One rank's arguments. In-place collectives have input == output.
 struct Args {
   Kind kind = Kind::kBarrier;
-  Tensor input, output;
+  Buffer input, output;
   int64_t count = 0;  // the per-rank element count all ranks must agree on
+  ElementType type = ElementType::kFloat32;
   int root = -1;      // broadcast only
   ReduceOp op = ReduceOp::kSum;
 
   bool matches(const Args& other) const {
-    return kind == other.kind && count == other.count && root == other.root &&
-           (!is_reduction(kind) || op == other.op);
+    return kind == other.kind && count == other.count && (kind == Kind::kBarrier || type == other.type) &&
+           root == other.root && (!is_reduction(kind) || op == other.op);
   }
-  // "all_reduce(1024 elements, sum)", "broadcast(10 elements, root 1)", "barrier()".
+  // "all_reduce(1024 float32 elements, sum)", "broadcast(10 bytes, root 1)", "barrier()".
   std::string to_string() const {
+    const std::string elements = describe_elements(count, type);
     switch (kind) {
       case Kind::kAllReduce:
-      case Kind::kReduceScatter: return fmt::format("{}({} elements, {})", kind_name(kind), count, op_name(op));
-      case Kind::kBroadcast: return fmt::format("broadcast({} elements, root {})", count, root);
-      case Kind::kAllGather: return fmt::format("all_gather({} elements)", count);
+      case Kind::kReduceScatter: return fmt::format("{}({}, {})", kind_name(kind), elements, op_name(op));
+      case Kind::kBroadcast: return fmt::format("broadcast({}, root {})", elements, root);
+      case Kind::kAllGather: return fmt::format("all_gather({})", elements);
       case Kind::kBarrier: return "barrier()";
     }
     return "?";
@@ -192,9 +182,11 @@ void cpu_relax() {
 #endif
 }
 
-// [begin, end) of chunk `part` of `parts` over n elements, cut on kChunkAlign.
-std::pair<int64_t, int64_t> chunk(int64_t n, int part, int parts) {
-  auto cut = [&](int p) { return p == parts ? n : n * p / parts / kChunkAlign * kChunkAlign; };
+// [begin, end) of chunk `part` of `parts` over n elements of `element_bytes`, cut on
+// kChunkAlign bytes.
+std::pair<int64_t, int64_t> chunk(int64_t n, size_t element_bytes, int part, int parts) {
+  const auto align = static_cast<int64_t>(kChunkAlign / element_bytes);
+  auto cut = [&](int p) { return p == parts ? n : n * p / parts / align * align; };
   return {cut(part), cut(part + 1)};
 }
 
@@ -353,11 +345,12 @@ std::string Group::await(int rank, Slot& slot, Phase phase, Clock::time_point de
 void Group::run_share(int rank, const Slot& slot) const {
   const Args& mine = slot.args[rank];
   const int64_t count = mine.count;
+  const size_t element = element_size(mine.type);
   int64_t in_offset = 0, out_offset = 0, len = count;  // the elements this share touches
   switch (mine.kind) {
     case Kind::kAllReduce:
     case Kind::kBroadcast: {
-      const auto [begin, end] = chunk(count, rank, size_);
+      const auto [begin, end] = chunk(count, element, rank, size_);
       in_offset = out_offset = begin;
       len = end - begin;
       break;
@@ -367,16 +360,18 @@ void Group::run_share(int rank, const Slot& slot) const {
     case Kind::kBarrier: return;
   }
   if (len == 0) return;
-  std::vector<const float*> in(size_);
-  std::vector<float*> out(size_);
+  std::vector<const std::byte*> in(size_);
+  std::vector<std::byte*> out(size_);
   for (int r = 0; r < size_; ++r) {
-    in[r] = slot.args[r].input.data<float>() + in_offset;
-    out[r] = slot.args[r].output.data<float>() + out_offset;
+    in[r] = static_cast<const std::byte*>(slot.args[r].input.data) + in_offset * static_cast<int64_t>(element);
+    out[r] = static_cast<std::byte*>(slot.args[r].output.data) + out_offset * static_cast<int64_t>(element);
   }
-  const size_t bytes = static_cast<size_t>(len) * sizeof(float);
+  const size_t bytes = static_cast<size_t>(len) * element;
   switch (mine.kind) {
-    case Kind::kAllReduce: reduce_block(in, out, len, mine.op); break;
-    case Kind::kReduceScatter: reduce_block(in, std::span<float* const>(&out[rank], 1), len, mine.op); break;
+    case Kind::kAllReduce: reduce_block(in, out, len, mine.type, mine.op); break;
+    case Kind::kReduceScatter:
+      reduce_block(in, std::span<std::byte* const>(&out[rank], 1), len, mine.type, mine.op);
+      break;
     case Kind::kBroadcast:
       for (int r = 0; r < size_; ++r) {
         if (r != mine.root) std::memcpy(out[r], in[mine.root], bytes);
@@ -426,35 +421,45 @@ class LocalCommunicator final : public Communicator {
   int size() const override { return group_->size(); }
   std::string backend() const override { return "local"; }
 
-  std::unique_ptr<Work> all_reduce_async(Tensor tensor, ReduceOp op) override {
-    check_tensor("all_reduce", "tensor", tensor);
-    const int64_t n = tensor.numel();
-    return start({.kind = Kind::kAllReduce, .input = tensor, .output = tensor, .count = n, .op = op});
+  std::unique_ptr<Work> all_reduce_async(Buffer buffer, ReduceOp op) override {
+    check_buffer("all_reduce", "tensor", buffer);
+    check_reduction("all_reduce", buffer, op);
+    const int64_t n = buffer.count;
+    const ElementType type = buffer.type;
+    return start({.kind = Kind::kAllReduce, .input = buffer, .output = std::move(buffer), .count = n, .type = type,
+                  .op = op});
   }
 
-  std::unique_ptr<Work> broadcast_async(Tensor tensor, int root) override {
-    check_tensor("broadcast", "tensor", tensor);
+  std::unique_ptr<Work> broadcast_async(Buffer buffer, int root) override {
+    check_buffer("broadcast", "tensor", buffer);
     if (root < 0 || root >= size()) {
       throw_error<ValueError>("broadcast: expected root in [0, {}), got {}", size(), root);
     }
-    const int64_t n = tensor.numel();
-    return start({.kind = Kind::kBroadcast, .input = tensor, .output = tensor, .count = n, .root = root});
+    const int64_t n = buffer.count;
+    const ElementType type = buffer.type;
+    return start({.kind = Kind::kBroadcast, .input = buffer, .output = std::move(buffer), .count = n, .type = type,
+                  .root = root});
   }
 
-  std::unique_ptr<Work> all_gather_async(Tensor input, Tensor output) override {
-    check_tensor("all_gather", "input", input);
-    check_tensor("all_gather", "output", output);
-    check_blocks("all_gather", "output", output, "input", input);
-    const int64_t n = input.numel();
-    return start({.kind = Kind::kAllGather, .input = input, .output = output, .count = n});
+  std::unique_ptr<Work> all_gather_async(Buffer input, Buffer output) override {
+    check_buffer("all_gather", "input", input);
+    check_buffer("all_gather", "output", output);
+    check_blocks("all_gather", "output", output, "input", input, size());
+    const int64_t n = input.count;
+    const ElementType type = input.type;
+    return start({.kind = Kind::kAllGather, .input = std::move(input), .output = std::move(output), .count = n,
+                  .type = type});
   }
 
-  std::unique_ptr<Work> reduce_scatter_async(Tensor input, Tensor output, ReduceOp op) override {
-    check_tensor("reduce_scatter", "input", input);
-    check_tensor("reduce_scatter", "output", output);
-    check_blocks("reduce_scatter", "input", input, "output", output);
-    const int64_t n = output.numel();
-    return start({.kind = Kind::kReduceScatter, .input = input, .output = output, .count = n, .op = op});
+  std::unique_ptr<Work> reduce_scatter_async(Buffer input, Buffer output, ReduceOp op) override {
+    check_buffer("reduce_scatter", "input", input);
+    check_buffer("reduce_scatter", "output", output);
+    check_blocks("reduce_scatter", "input", input, "output", output, size());
+    check_reduction("reduce_scatter", input, op);
+    const int64_t n = output.count;
+    const ElementType type = output.type;
+    return start({.kind = Kind::kReduceScatter, .input = std::move(input), .output = std::move(output), .count = n,
+                  .type = type, .op = op});
   }
 
   std::unique_ptr<Work> barrier_async() override { return start({.kind = Kind::kBarrier}); }
@@ -465,29 +470,6 @@ class LocalCommunicator final : public Communicator {
   std::unique_ptr<Work> start(Args args) {
     std::shared_ptr<Slot> slot = group_->arrive(rank_, std::move(args));
     return std::make_unique<LocalWork>(group_, rank_, std::move(slot));
-  }
-
-  // Tensors are contiguous by construction (core/tensor.h), so only definedness, dtype
-  // and device need checking.
-  static void check_tensor(const char* op, const char* what, const Tensor& t) {
-    if (!t.defined()) throw_error<ValueError>("{}: {} is an undefined tensor", op, what);
-    if (t.dtype() != kFloat32) {
-      throw_error<DTypeError>("{}: expected a float32 {}, got {} {}", op, what, dtype_name(t.dtype()),
-                              t.shape().to_string());
-    }
-    if (!t.device().is_cpu()) {
-      throw_error<ValueError>("{}: expected a {} on the CPU, got one on {}", op, what, t.device().to_string());
-    }
-  }
-
-  // `big` must hold size() blocks of `small`'s element count.
-  void check_blocks(const char* op, const char* big_name, const Tensor& big, const char* small_name,
-                    const Tensor& small) const {
-    if (big.numel() != size() * small.numel()) {
-      throw_error<ShapeError>("{}: expected {} with {} x {} = {} elements (ranks x {} elements), got shape {}", op,
-                              big_name, size(), small.numel(), size() * small.numel(), small_name,
-                              big.shape().to_string());
-    }
   }
 
   std::shared_ptr<Group> group_;

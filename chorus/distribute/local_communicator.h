@@ -24,10 +24,10 @@ Seconds collective_timeout_from_env();
 //
 // Semantics (beyond communicator.h):
 // - Matching: the k-th collective issued on every handle is one collective. Ranks that
-//   disagree on its kind, element count, root or ReduceOp all get a CollectiveError from
+//   disagree on its kind, element type or count, root or ReduceOp all get a CollectiveError from
 //   wait() naming the op, k and both ranks' arguments; later collectives still run.
-// - Bad local arguments (not float32, not on the CPU, undefined, wrong block sizes, root
-//   out of range) throw DTypeError/ShapeError/ValueError from the call itself, consume no
+// - Bad local arguments (a string or undefined tensor, not on the CPU, wrong block sizes or
+//   types, a sum of bytes, root out of range) throw DTypeError/ShapeError/ValueError from the call itself, consume no
 //   sequence number, and leave the group waiting: the caller should abort().
 // - wait() on the k-th Work first completes this rank's earlier outstanding collectives,
 //   in issue order, then does this rank's share of the k-th and returns when every

@@ -85,6 +85,19 @@ class ReplicaContext {
   int64_t row_offset_ = 0, local_rows_ = 0, global_rows_ = 0;
 };
 
+// The seam through which a distribution makes Optimizer::apply_gradients cross-replica
+// (tf.distribute's merge_call): Model::compile gives the optimizer one when it compiles
+// under a distribution, so that a custom train_step's apply_gradients reduces too.
+// Stateless; thread-safe.
+class CrossReplicaGradients {
+ public:
+  // On a thread running a replica step: hands the gradients to that step's ReplicaContext,
+  // which reduces them and runs `update` once with the result (ReplicaContext's
+  // apply_gradients), and returns true. Elsewhere returns false: the caller updates alone.
+  bool apply(std::span<const Tensor> grads, std::span<const autograd::IndexedSlices> sparse,
+             std::span<const autograd::Variable> variables, const ReplicaContext::Update& update) const;
+};
+
 // Installs `context` as the calling thread's current one for its lifetime.
 class ReplicaContextScope {
  public:

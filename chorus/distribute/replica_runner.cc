@@ -19,6 +19,15 @@ thread_local ReplicaContext* t_context = nullptr;
 
 ReplicaContext* ReplicaContext::current() { return t_context; }
 
+bool CrossReplicaGradients::apply(std::span<const Tensor> grads, std::span<const autograd::IndexedSlices> sparse,
+                                  std::span<const autograd::Variable> variables,
+                                  const ReplicaContext::Update& update) const {
+  ReplicaContext* replica = t_context;
+  if (replica == nullptr) return false;
+  replica->apply_gradients(grads, sparse, variables, update);
+  return true;
+}
+
 ReplicaContextScope::ReplicaContextScope(ReplicaContext* context) : previous_(t_context) { t_context = context; }
 ReplicaContextScope::~ReplicaContextScope() { t_context = previous_; }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "chorus/core/creation.h"
@@ -36,35 +35,23 @@ IndexedSlices scaled_rows(const Tensor& dense, const IndexedSlices& sparse, cons
 }
 
 IndexedSlices gather_across_workers(const IndexedSlices& local, const Shape& shape, Communicator& workers) {
-  if (shape[0] > std::numeric_limits<int32_t>::max()) {
-    throw_error<ValueError>("data parallelism across workers: a table of {} rows has too many to exchange its "
-                            "gradient as rows (at most 2^31 - 1)",
-                            shape[0]);
-  }
   const int size = workers.size();
   const int64_t width = IndexedSlices::row_width(shape);
-  // Counts first (exact in float32 up to 2^24 rows a step), then rows padded to the most.
-  const int64_t n = local.defined() ? local.indices.numel() : 0;
-  Tensor counts = Tensor::empty(Shape{size}, kFloat32);
-  workers.all_gather(full(Shape{1}, static_cast<double>(n), kFloat32), counts);
+  // Counts first, then rows padded to the most.
+  int64_t n = local.defined() ? local.indices.numel() : 0;
   std::vector<int64_t> count(static_cast<size_t>(size));
-  int64_t most = 0, total = 0;
-  for (int w = 0; w < size; ++w) {
-    count[static_cast<size_t>(w)] = static_cast<int64_t>(counts.data<float>()[w]);
-    most = std::max(most, count[static_cast<size_t>(w)]);
-    total += count[static_cast<size_t>(w)];
-  }
+  workers.all_gather(std::span(&n, 1), std::span(count));
+  const int64_t most = *std::max_element(count.begin(), count.end());
+  int64_t total = 0;
+  for (const int64_t m : count) total += m;
   if (total == 0) return {};
-  // Row numbers travel as the bits of int32s in float32 slots: all_gather copies bits.
-  Tensor rows_in = zeros(Shape{most}, kFloat32), values_in = zeros(Shape{most * width}, kFloat32);
-  for (int64_t i = 0; i < n; ++i) {
-    const auto row = static_cast<int32_t>(index_at(local.indices, i));
-    std::memcpy(rows_in.data<float>() + i, &row, sizeof(row));
-  }
+  std::vector<int64_t> rows_in(static_cast<size_t>(most));
+  for (int64_t i = 0; i < n; ++i) rows_in[static_cast<size_t>(i)] = index_at(local.indices, i);
+  Tensor values_in = zeros(Shape{most * width}, kFloat32);
   if (n > 0) std::memcpy(values_in.data<float>(), local.values.data<float>(), static_cast<size_t>(n * width) * 4);
-  Tensor rows_out = Tensor::empty(Shape{size * most}, kFloat32);
+  std::vector<int64_t> rows_out(static_cast<size_t>(size * most));
   Tensor values_out = Tensor::empty(Shape{size * most * width}, kFloat32);
-  workers.all_gather(rows_in, rows_out);
+  workers.all_gather(std::span(rows_in), std::span(rows_out));
   workers.all_gather(values_in, values_out);
   IndexedSlices out{.values = Tensor::empty(IndexedSlices::rows_shape(shape, total), kFloat32),
                     .indices = Tensor::empty(Shape{total}, kInt64),
@@ -72,11 +59,7 @@ IndexedSlices gather_across_workers(const IndexedSlices& local, const Shape& sha
   int64_t at = 0;
   for (int w = 0; w < size; ++w) {
     const int64_t m = count[static_cast<size_t>(w)];
-    for (int64_t i = 0; i < m; ++i) {
-      int32_t row;
-      std::memcpy(&row, rows_out.data<float>() + w * most + i, sizeof(row));
-      out.indices.data<int64_t>()[at + i] = row;
-    }
+    std::copy_n(rows_out.begin() + w * most, m, out.indices.data<int64_t>() + at);
     std::memcpy(out.values.data<float>() + at * width, values_out.data<float>() + w * most * width,
                 static_cast<size_t>(m * width) * 4);
     at += m;

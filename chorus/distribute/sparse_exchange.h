@@ -20,8 +20,7 @@ autograd::IndexedSlices scaled_rows(const Tensor& dense, const autograd::Indexed
 
 // Every worker's rows (`local`, undefined where a worker has none) one after another in
 // rank order, the same on every worker; undefined if no worker has any. Every worker must
-// call it, in the same order for the same tables. Throws ValueError for a table of 2^31
-// rows or more (row numbers travel as 32-bit integers).
+// call it, in the same order for the same tables.
 autograd::IndexedSlices gather_across_workers(const autograd::IndexedSlices& local, const Shape& shape,
                                               Communicator& workers);
 

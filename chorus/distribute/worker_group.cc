@@ -141,20 +141,19 @@ uint64_t WorkerGroup::chief_value(uint64_t value) {
 void WorkerGroup::on_chief_then_barrier(const std::function<void()>& write) {
   // Rank 0's verdict instead of a bare barrier: a failed write fails every rank now, not
   // at the next collective's deadline.
-  Tensor failed = Tensor::empty({1}, kFloat32);
-  failed.data<float>()[0] = 0;
+  uint8_t failed = 0;
   std::exception_ptr error;
   if (rank() == 0) {
     try {
       write();
     } catch (...) {
       error = std::current_exception();
-      failed.data<float>()[0] = 1;
+      failed = 1;
     }
   }
-  communicator_->broadcast(failed, 0);
+  communicator_->broadcast(std::span(&failed, 1), 0);
   if (error) std::rethrow_exception(error);
-  if (failed.data<float>()[0] != 0) {
+  if (failed != 0) {
     throw_error<IOError>("multi-worker: rank 0 failed to write the checkpoint (its own error says why)");
   }
 }

@@ -6,6 +6,7 @@
 #include "chorus/core/error.h"
 #include "chorus/layers/dropout.h"
 #include "chorus/models/callback_list.h"
+#include "chorus/models/distributed_steps.h"
 #include "chorus/models/model.h"
 
 namespace chorus::models {
@@ -35,7 +36,7 @@ FitState Model::fit_state() const {
   if (progress.validating) {
     throw_error<ValueError>("{}: fit_state() during validation: take it from a training hook", name());
   }
-  if (worker_states_pending_) {
+  if (steps_ != nullptr && steps_->worker_states_pending()) {
     throw_error<ValueError>(
         "{}: fit_state() mid-epoch in a multi-worker fit needs the workers' metrics merged after every step: the "
         "callback calling it must implement the training batch hooks",

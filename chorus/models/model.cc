@@ -5,12 +5,10 @@
 
 #include "chorus/core/error.h"
 #include "chorus/distribute/distribution.h"
-#include "chorus/distribute/mesh_runner.h"
 #include "chorus/distribute/replica_context.h"
-#include "chorus/distribute/replica_runner.h"
 #include "chorus/metrics/mean.h"
+#include "chorus/models/distributed_steps.h"
 #include "chorus/models/functional_graph.h"
-#include "chorus/models/whole_values.h"
 
 namespace chorus::models {
 
@@ -55,17 +53,10 @@ void Model::compile(CompileOptions options) {
     compiled_metrics_.push_back(metric.shared_ptr());
   }
   distribution_ = distribution::distribution();
-  if (auto* mesh = dynamic_cast<distribute::MeshRunner*>(runner_.get()); mesh != nullptr && mesh->spans_workers()) {
-    // The variables split over several workers' devices go back whole on every worker (the
-    // runner alone cannot: it takes a collective, which every worker's compile makes).
-    const io::NamedTensors wholes = whole_values(mesh->placed(), mesh->workers());
-    for (size_t i = 0; i < wholes.size(); ++i) mesh->placed()[i].gather_device_values(wholes[i].second);
-  }
-  runner_.reset();
-  workers_synced_ = false;
-  placed_on_mesh_ = false;
-  memory_checked_ = false;
-  replica_metrics_.clear();
+  // The seam a custom train_step's apply_gradients reduces through under the distribution.
+  optimizer_->set_cross_replica(distribution_ ? std::make_shared<const distribute::CrossReplicaGradients>() : nullptr);
+  if (steps_) steps_->release_placement();
+  steps_.reset();
   reset_metrics();
 }
 
@@ -76,10 +67,11 @@ optimizers::Optimizer& Model::optimizer() const {
 
 std::vector<metrics::Metric*> Model::metrics() const {
   std::vector<metrics::Metric*> out;
-  if (const auto* replica = distribute::ReplicaContext::current();
-      replica != nullptr && static_cast<size_t>(replica->replica_id()) < replica_metrics_.size()) {
-    for (const auto& m : replica_metrics_[static_cast<size_t>(replica->replica_id())]) out.push_back(m.get());
-    return out;
+  if (const auto* replica = distribute::ReplicaContext::current(); replica != nullptr && steps_ != nullptr) {
+    if (const auto* copies = steps_->replica_metrics(replica->replica_id())) {
+      for (const auto& m : *copies) out.push_back(m.get());
+      return out;
+    }
   }
   if (loss_tracker_) out.push_back(loss_tracker_.get());
   for (const auto& m : compiled_metrics_) out.push_back(m.get());
@@ -94,8 +86,12 @@ Logs Model::get_metrics_result() const {
 
 void Model::reset_metrics() {
   for (metrics::Metric* m : metrics()) m->reset_state();
-  std::fill(unmerged_worker_states_.begin(), unmerged_worker_states_.end(), 0.0);
-  worker_states_pending_ = false;
+  if (steps_) steps_->reset_worker_states();
+}
+
+DistributedSteps& Model::distributed_steps() {
+  if (steps_ == nullptr || &steps_->model() != this) steps_ = std::make_unique<DistributedSteps>(*this);
+  return *steps_;
 }
 
 nlohmann::json Model::get_config() const {

@@ -28,11 +28,6 @@
 #include "chorus/models/worker_input.h"
 #include "chorus/optimizers/optimizer.h"
 
-namespace chorus::distribute {
-class MeshRunner;
-class StepRunner;
-class WorkerGroup;
-}
 namespace chorus::distribution {
 class Distribution;
 }
@@ -42,6 +37,7 @@ namespace chorus::models {
 using autograd::Variable;
 
 class CallbackList;
+class DistributedSteps;
 class FunctionalGraph;
 
 struct CompileOptions {
@@ -227,43 +223,13 @@ class Model : public layers::Layer {
   // save()'s files from the whole values (whole_values.h) of the weights and optimizer state.
   void save_files(const std::filesystem::path& path, const io::NamedTensors& weights_tensors,
                   const io::NamedTensors& optimizer_tensors) const;
-  // One step on the calling thread, or split over the replicas of distribution_. In a
-  // multi-worker job, `merge_workers` false leaves this step's metrics with this worker
-  // (merge_worker_metrics() adds them later) and returns empty logs.
-  Logs run_train_step(const WorkerInput::Step& input, bool merge_workers);
-  Logs run_test_step(const WorkerInput::Step& input, bool merge_workers);
-  Tree run_predict_step(const Tree& batch);
-  // What run_replicas does with the replicas' metrics after a step.
-  enum class StepMetrics {
-    kNone,        // nothing: predict updates no metrics
-    kThisWorker,  // merged into the model's; in a multi-worker job into this worker's unmerged states
-    kAllWorkers,  // the same, then every worker's merged into the model's
-  };
-  // Runs step(batch slice) on every replica that gets rows, then handles the metrics as
-  // `step_metrics` says. Returns the number of replicas that ran.
-  int run_replicas(const WorkerInput::Step& input, bool training, StepMetrics step_metrics,
-                   const std::function<void(int replica, const Tree& slice)>& step);
-  // Multi-worker: whether the steps should merge the workers' metrics after every step —
-  // true when any worker asks (`here`), so that every worker merges at the same steps.
-  // One process: always true (its merge costs nothing).
-  bool merge_every_step(bool here);
-  // Multi-worker: merges every worker's unmerged metric states into the model's, in rank
-  // order. Every worker calls it at the same points (epoch and evaluation ends).
-  void merge_worker_metrics();
-  distribute::StepRunner* replica_runner();
-  // Model parallelism, once per compile: builds the model and its optimizer state if
-  // needed and places every variable on the mesh as the distribution's layouts say.
-  void place_on_mesh(distribute::MeshRunner& runner, const Tree& batch);
   // Builds every layer the steps use, by a forward step (with the loss when compiled and
   // `batch` has targets) on its first row, on the calling thread.
   void build_on_first_row(const Tree& batch);
-  // The multi-worker job the steps run in, or nullptr.
-  distribute::WorkerGroup* step_workers();
-  // Multi-worker, once per compile: builds the model if needed, checks that every worker
-  // has the same model and configuration, and copies rank 0's weights and optimizer
-  // state to all; then each keeps its rows of the tables split across the workers.
-  void sync_workers(const Tree& batch, int64_t global_rows);
-  void split_tables_across_workers(distribute::WorkerGroup& group);
+  // The steps under the distribution, made on first use (and afresh for a moved model,
+  // since they refer to the model they were made for).
+  DistributedSteps& distributed_steps();
+  friend class DistributedSteps;  // builds the model on its first row
 
   std::unique_ptr<FunctionalGraph> graph_;
   CompileOptions compile_options_;
@@ -272,16 +238,7 @@ class Model : public layers::Layer {
   std::unique_ptr<metrics::Mean> loss_tracker_;
   std::vector<std::shared_ptr<metrics::Metric>> compiled_metrics_;
   std::shared_ptr<distribution::Distribution> distribution_;
-  std::unique_ptr<distribute::StepRunner> runner_;
-  bool workers_synced_ = false;
-  bool placed_on_mesh_ = false;
-  bool memory_checked_ = false;  // against CHORUS_DEVICE_MEMORY_LIMIT, at the first train step
-  // Per replica: copies of metrics() that its steps update.
-  std::vector<std::vector<std::unique_ptr<metrics::Metric>>> replica_metrics_;
-  // Multi-worker: this worker's metric states (metrics() laid end to end) from the steps
-  // not yet merged with the other workers'.
-  std::vector<double> unmerged_worker_states_;
-  bool worker_states_pending_ = false;
+  std::unique_ptr<DistributedSteps> steps_;
   // While fit runs: its progress (fit_state() reads it), and the state resume_fit()
   // asked to continue from.
   FitProgress* fit_progress_ = nullptr;

@@ -13,6 +13,7 @@
 #include "chorus/distribute/worker_group.h"
 #include "chorus/layers/initializers.h"
 #include "chorus/models/callback_list.h"
+#include "chorus/models/distributed_steps.h"
 #include "chorus/models/model.h"
 #include "chorus/models/progbar_logger.h"
 #include "chorus/ops/ops.h"
@@ -230,7 +231,7 @@ History Model::fit(const Tree& x, const Tree& y, FitOptions options) {
     shuffle_seed = layers::next_generator().key();
     // Each worker of a job takes its rows of the same global batches, so the order is the
     // job's: rank 0's draw (the ranks' layer streams may differ, in seed or in draws).
-    if (distribute::WorkerGroup* workers = step_workers()) shuffle_seed = workers->chief_value(*shuffle_seed);
+    if (distribute::WorkerGroup* workers = distributed_steps().workers()) shuffle_seed = workers->chief_value(*shuffle_seed);
   }
   return fit(arrays_dataset(train_x, train_y, options.batch_size, shuffle_seed, name()), std::move(options));
 }
@@ -245,7 +246,7 @@ History Model::fit(const data::Dataset& data, FitOptions options) {
   }
   CallbackList callbacks = make_callbacks(options.callbacks, this, {options.epochs, steps, options.verbose}, history);
   stop_training = false;
-  const WorkerInput input(data, step_workers(), name());
+  const WorkerInput input(data, distributed_steps().workers(), name());
   // With steps_per_epoch, one iterator runs on across epochs (Keras); a new one starts
   // only when the data runs out.
   std::optional<WorkerInput::Pass> iterator;
@@ -265,7 +266,7 @@ History Model::fit(const data::Dataset& data, FitOptions options) {
   // A multi-worker job merges the workers' metrics after each step only for callbacks
   // that read batch logs (verbose 1 does); otherwise once an epoch, sparing a collective
   // per step.
-  const bool batch_logs = merge_every_step(callbacks.any(&Callback::implements_train_batch_hooks));
+  const bool batch_logs = distributed_steps().merge_every_step(callbacks.any(&Callback::implements_train_batch_hooks));
   for (int epoch = progress.epoch; epoch < options.epochs && !stop_training; ++epoch) {
     progress.epoch = epoch;
     reset_metrics();
@@ -276,7 +277,7 @@ History Model::fit(const data::Dataset& data, FitOptions options) {
     callbacks.each([&](Callback& c) { c.on_epoch_begin(epoch, Logs{}); });
     if (!mid_epoch && (!iterator || options.steps_per_epoch <= 0)) iterator.emplace(input.pass(epoch));
     run_epoch_steps(progress, steps, batch_logs);
-    merge_worker_metrics();
+    distributed_steps().merge_worker_metrics();
     logs = get_metrics_result();
     if (!batch_logs && logs.contains("loss") && !std::isfinite(logs.at("loss"))) {
       throw_error<Error>("{}: the loss became {} during epoch {}; add callbacks::TerminateOnNaN to stop at the batch",
@@ -307,7 +308,7 @@ void Model::run_epoch_steps(FitProgress& progress, int64_t steps, bool batch_log
     }
     const int64_t step = progress.step;
     callbacks.each([&](Callback& c) { c.on_train_batch_begin(step, Logs{}); });
-    Logs step_logs = run_train_step(*batch, batch_logs);
+    Logs step_logs = distributed_steps().train(*batch, batch_logs);
     ++progress.step;
     ++progress.total_steps;
     callbacks.each([&](Callback& c) { c.on_train_batch_end(step, step_logs); });
@@ -323,17 +324,17 @@ Logs Model::run_evaluation(const data::Dataset& data, int64_t steps, CallbackLis
   reset_metrics();
   Logs logs;
   callbacks.each([&](Callback& c) { c.on_test_begin(logs); });
-  const WorkerInput input(data, step_workers(), name());
-  const bool batch_logs = merge_every_step(callbacks.any(&Callback::implements_test_batch_hooks));
+  const WorkerInput input(data, distributed_steps().workers(), name());
+  const bool batch_logs = distributed_steps().merge_every_step(callbacks.any(&Callback::implements_test_batch_hooks));
   auto iterator = input.pass(0);
   for (int64_t step = 0; steps < 0 || step < steps; ++step) {
     std::optional<WorkerInput::Step> batch = iterator.next();
     if (!batch) break;
     callbacks.each([&](Callback& c) { c.on_test_batch_begin(step, Logs{}); });
-    logs = run_test_step(*batch, batch_logs);
+    logs = distributed_steps().test(*batch, batch_logs);
     callbacks.each([&](Callback& c) { c.on_test_batch_end(step, logs); });
   }
-  merge_worker_metrics();
+  distributed_steps().merge_worker_metrics();
   logs = get_metrics_result();
   callbacks.each([&](Callback& c) { c.on_test_end(logs); });
   return logs;
@@ -361,7 +362,7 @@ Tree Model::predict(const data::Dataset& data, PredictOptions options) {
     std::optional<Tree> batch = iterator.next();
     if (!batch) break;
     callbacks.each([&](Callback& c) { c.on_predict_batch_begin(step, Logs{}); });
-    Tree out = run_predict_step(*batch);
+    Tree out = distributed_steps().predict(*batch);
     std::vector<Tensor> leaves = out.flatten();
     if (pieces.empty()) {
       structure = out;

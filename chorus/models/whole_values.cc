@@ -13,7 +13,7 @@ Tensor gather_row_blocks(const autograd::Variable& v, distribute::WorkerGroup& g
   const Tensor block = v.value();
   Shape all_shape = block.shape();
   all_shape[0] *= group.size();
-  Tensor all = Tensor::empty(all_shape, kFloat32);
+  Tensor all = Tensor::empty(all_shape, block.dtype());
   group.communicator().all_gather(block.view(Shape{block.numel()}), all.view(Shape{all.numel()}));
   return all.first_axis_slice(0, v.row_shard()->whole_shape[0]);
 }
@@ -30,13 +30,11 @@ std::vector<std::vector<bool>> blocks_to_add(const std::vector<autograd::Variabl
     held.push_back(v.held_blocks());
     count += held.back().size();
   }
-  Tensor mine = Tensor::empty({static_cast<int64_t>(count)}, kFloat32);
-  float* at = mine.data<float>();
-  for (const auto& blocks : held) {
-    for (bool h : blocks) *at++ = h ? 1.0F : 0.0F;
-  }
-  Tensor all = Tensor::empty({mine.numel() * group.size()}, kFloat32);
-  group.communicator().all_gather(mine, all);
+  std::vector<uint8_t> mine;
+  mine.reserve(count);
+  for (const auto& blocks : held) mine.insert(mine.end(), blocks.begin(), blocks.end());
+  std::vector<uint8_t> all(count * static_cast<size_t>(group.size()));
+  group.communicator().all_gather(std::span(mine), std::span(all));
   std::vector<std::vector<bool>> out(variables.size());
   size_t offset = 0;
   for (size_t i = 0; i < variables.size(); ++i) {
@@ -46,7 +44,7 @@ std::vector<std::vector<bool>> blocks_to_add(const std::vector<autograd::Variabl
     for (size_t k = 0; k < blocks; ++k) {
       int first = -1;
       for (int w = 0; w < group.size(); ++w) {
-        const bool has = all.data<float>()[static_cast<size_t>(w) * count + offset + k] > 0;
+        const bool has = all[static_cast<size_t>(w) * count + offset + k] != 0;
         lacking = lacking || !has;
         if (has && first < 0) first = w;
       }
@@ -74,17 +72,17 @@ io::NamedTensors whole_values(const std::vector<autograd::Variable>& variables, 
       out.emplace_back(v.path(), copy ? v.value().clone() : v.value());
       continue;
     }
-    if (group == nullptr || v.dtype() != kFloat32) {
-      throw_error<ValueError>("saving '{}': a variable split across workers is gathered over its job, and only as "
-                              "float32 (got {}{})",
-                              v.path(), dtype_name(v.dtype()), group == nullptr ? ", and no job" : "");
+    if (group == nullptr) {
+      throw_error<ValueError>("saving '{}': a variable split across workers is gathered over its job, and there is "
+                              "no job",
+                              v.path());
     }
     if (v.row_shard()) {
       out.emplace_back(v.path(), gather_row_blocks(v, *group));
       continue;
     }
     // Each block comes from one worker, the others add -0.0, which leaves every value's
-    // bits as they are (x + -0.0 == x, +0.0 included).
+    // bits as they are (x + -0.0 == x, +0.0 included; 0 for integers).
     Tensor whole = v.whole_of_blocks(added[i], -0.0);
     group->communicator().all_reduce(whole);
     out.emplace_back(v.path(), whole);

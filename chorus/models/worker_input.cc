@@ -38,12 +38,10 @@ std::optional<WorkerInput::Step> WorkerInput::Pass::next() {
     return Step{std::move(*batch), std::nullopt};
   }
   const int64_t rows = batch ? batch_rows(*batch, input_->model_) : 0;
-  Tensor counts = Tensor::empty({2}, kFloat32);
-  counts.data<float>()[0] = batch ? 1.0f : 0.0f;
-  counts.data<float>()[1] = static_cast<float>(rows);  // exact: batches hold far fewer than 2^24 rows
-  input_->workers_->communicator().all_reduce(counts);
-  if (counts.data<float>()[0] == 0.0f) return std::nullopt;
-  const auto global_rows = static_cast<int64_t>(counts.data<float>()[1]);
+  int64_t counts[2] = {batch ? 1 : 0, rows};  // workers with a batch, rows
+  input_->workers_->communicator().all_reduce(std::span(counts));
+  if (counts[0] == 0) return std::nullopt;
+  const int64_t global_rows = counts[1];
   if (batch) {
     empty_ = batch->map([](const Tensor& t) { return t.first_axis_slice(0, 0); });
     return Step{std::move(*batch), global_rows};

@@ -170,25 +170,25 @@ void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const V
     throw_error<ValueError>("{}: got {} gradients for {} variables", name_,
                             grads.size() == variables.size() ? sparse.size() : grads.size(), variables.size());
   }
-  const auto is_sparse = [&](size_t i) { return !sparse.empty() && sparse[i].defined(); };
-  // Inside a data-parallel replica: reduce across replicas, then one update (tf.distribute's
-  // cross-replica apply_gradients).
   for (size_t i = 0; i < sparse.size(); ++i) {
-    if (!is_sparse(i)) continue;
+    if (!sparse[i].defined()) continue;
     if (grads[i].defined()) {
       throw_error<ValueError>("{}: variable '{}' got both a dense and a sparse gradient", name_, variables[i].path());
     }
     check_slices(sparse[i], name_, variables[i].path());
   }
-  if (auto* replica = distribute::ReplicaContext::current()) {
-    replica->apply_gradients(grads, sparse, variables,
-                             [this](std::span<const Tensor> g, std::span<const autograd::IndexedSlices> s,
-                                    std::span<const Variable> v) {
-                               distribute::ReplicaContextScope outside(nullptr);
-                               apply_gradients(g, v, s);
-                             });
-    return;
+  // Inside a data-parallel replica the distribution reduces across replicas first, then
+  // runs one update (tf.distribute's cross-replica apply_gradients).
+  const auto update_with = [this](std::span<const Tensor> g, std::span<const autograd::IndexedSlices> s,
+                                  std::span<const Variable> v) { update(g, v, s); };
+  if (cross_replica_ == nullptr || !cross_replica_->apply(grads, sparse, variables, update_with)) {
+    update(grads, variables, sparse);
   }
+}
+
+void Optimizer::update(std::span<const Tensor> grads, std::span<const Variable> variables,
+                       std::span<const autograd::IndexedSlices> sparse) {
+  const auto is_sparse = [&](size_t i) { return !sparse.empty() && sparse[i].defined(); };
   if (!built_) build(variables);
 
   // The variables that have a gradient, with their build index.

@@ -21,6 +21,10 @@
 #include "chorus/core/registry.h"
 #include "chorus/optimizers/learning_rate.h"
 
+namespace chorus::distribute {
+class CrossReplicaGradients;
+}
+
 namespace chorus::optimizers {
 
 using autograd::Variable;
@@ -66,6 +70,12 @@ class Optimizer {
   // variable or the slices are malformed, IndexError for a row outside the variable.
   void apply_gradients(std::span<const Tensor> grads, std::span<const Variable> variables,
                        std::span<const autograd::IndexedSlices> sparse);
+  // Where apply_gradients sends the gradients of a distributed step to be reduced across
+  // replicas before the one update (Model::compile sets it under a distribution; null:
+  // every call updates at once).
+  void set_cross_replica(std::shared_ptr<const distribute::CrossReplicaGradients> cross_replica) {
+    cross_replica_ = std::move(cross_replica);
+  }
 
   // The slots build() made for `variable` (empty when it is not one of the built variables).
   std::vector<Variable> slots_of(const Variable& variable) const;
@@ -117,6 +127,9 @@ class Optimizer {
   const OptimizerOptions& options() const { return options_; }
 
  private:
+  // apply_gradients' update once the gradients are final (reduced across replicas, if any).
+  void update(std::span<const Tensor> grads, std::span<const Variable> variables,
+              std::span<const autograd::IndexedSlices> sparse);
   // Replaces grads with clipped copies as options_ ask (at most one kind is set).
   // `shard_axes[j]`: the mesh axis grads[j] is a block along (model parallelism: norms
   // add up over it), or -1 for a whole gradient.
@@ -134,6 +147,7 @@ class Optimizer {
   std::unordered_map<const void*, size_t> index_of_;  // by Variable::id()
   std::vector<std::vector<Variable>> slots_;
   std::vector<Variable> all_slots_;
+  std::shared_ptr<const distribute::CrossReplicaGradients> cross_replica_;
 };
 
 // Makes an optimizer class of the user's known to from_config and from_name (so

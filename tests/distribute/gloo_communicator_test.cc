@@ -10,6 +10,7 @@
 
 #include "chorus/core/creation.h"
 #include "chorus/distribute/tcp_store.h"
+#include "tests/distribute/typed_collectives.h"
 #include "tests/testing/free_port.h"
 #include "tests/testing/test_util.h"
 
@@ -69,6 +70,15 @@ TEST(GlooCommunicatorTest, CollectivesMatchReferences) {
     EXPECT_EQ(block.to_vector<float>()[0], 3.0f * static_cast<float>(rank + 1));
     c.barrier();
   });
+}
+
+// Sync mode's small messages and the event loop's large ones (over 4 MiB for every type).
+TEST(GlooCommunicatorTest, EveryCollectiveMovesEveryElementType) {
+  for (int size : {2, 3}) {
+    on_ranks(size, [size](int rank, Communicator& c) {
+      for (int64_t bytes : {int64_t{40}, int64_t{5 << 20} + 40}) typed_checks::expect_typed_collectives(rank, size, bytes, c);
+    });
+  }
 }
 
 // Rank `from`'s message to rank `to` over Gloo: lengths differ, some are empty.

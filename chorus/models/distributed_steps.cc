@@ -1,10 +1,12 @@
-// Model's steps under a distribution (DESIGN.md §3): each global batch is split into
+// DistributedSteps (distributed_steps.h): each global batch is split into
 // per-replica slices (views, no copies) that run train_step/test_step/predict_step
 // concurrently on the replica threads; then the replicas' metric states are merged into
 // the model's in replica order — and in a multi-worker job every worker's in rank order,
 // after each step or, when no callback reads batch logs, once an epoch — so what fit
 // reports is exact and reproducible. The first step of a multi-worker job checks that the
 // workers agree on the model and copies rank 0's weights to all.
+#include "chorus/models/distributed_steps.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -23,28 +25,26 @@
 #include "chorus/models/model.h"
 #include "chorus/models/state_bytes.h"
 #include "chorus/models/training_signature.h"
+#include "chorus/models/whole_values.h"
 #include "chorus/models/worker_input.h"
 #include "chorus/ops/ops.h"
 
 namespace chorus::models {
 namespace {
 
-// Raw bytes as float32 words for the Gloo collectives, which move floats bit for bit.
-Tensor words_for(size_t bytes) { return Tensor::empty({static_cast<int64_t>((bytes + 3) / 4)}, kFloat32); }
-
 // Rank 0's values of `variables`, copied into every worker's in one broadcast.
 void broadcast_from_chief(const std::vector<Variable>& variables, distribute::Communicator& workers) {
   size_t bytes = 0;
   for (const Variable& v : variables) bytes += v.value().nbytes();
-  Tensor buffer = words_for(bytes);
-  auto* out = static_cast<char*>(buffer.raw_data());
+  std::vector<std::byte> buffer(bytes);
+  std::byte* out = buffer.data();
   for (const Variable& v : variables) {
     const Tensor value = v.value();
     std::memcpy(out, value.raw_data(), value.nbytes());
     out += value.nbytes();
   }
-  workers.broadcast(buffer, 0);
-  const auto* in = static_cast<const char*>(buffer.raw_data());
+  workers.broadcast(std::span(buffer), 0);
+  const std::byte* in = buffer.data();
   for (const Variable& v : variables) {
     Tensor value = Tensor::empty(v.shape(), v.dtype());
     std::memcpy(value.raw_data(), in, value.nbytes());
@@ -67,21 +67,17 @@ Tensor gather_rows(const Tensor& local, const std::vector<int64_t>& rows, const 
     throw_error<Error>("predict: this worker computed {} rows, where its slices of the batch hold {}", local.dim(0),
                        worker_rows[static_cast<size_t>(workers.rank())]);
   }
-  const int64_t most = *std::max_element(worker_rows.begin(), worker_rows.end());
-  Tensor mine = words_for(static_cast<size_t>(most * row_bytes));
-  if (local.nbytes() > 0) std::memcpy(mine.raw_data(), local.raw_data(), local.nbytes());
-  Tensor all = Tensor::empty({mine.numel() * workers.size()}, kFloat32);
-  workers.all_gather(mine, all);
+  const std::vector<std::vector<std::byte>> all = workers.all_gather_bytes(
+      std::span(static_cast<const std::byte*>(local.raw_data()), static_cast<size_t>(local.nbytes())));
   Shape joined_shape = local.shape();
   joined_shape[0] = 0;
   for (int64_t r : rows) joined_shape[0] += r;
   Tensor joined = Tensor::empty(joined_shape, local.dtype());
-  auto* out = static_cast<char*>(joined.raw_data());
+  auto* out = static_cast<std::byte*>(joined.raw_data());
   std::vector<int64_t> taken(static_cast<size_t>(workers.size()));  // bytes of each worker's block used so far
   for (size_t g = 0; g < rows.size(); ++g) {
     const auto w = static_cast<size_t>(slice_workers[g]);
-    const auto* block = static_cast<const char*>(all.raw_data()) + static_cast<int64_t>(w) * mine.numel() * 4;
-    if (rows[g] > 0) std::memcpy(out, block + taken[w], static_cast<size_t>(rows[g] * row_bytes));
+    if (rows[g] > 0) std::memcpy(out, all[w].data() + taken[w], static_cast<size_t>(rows[g] * row_bytes));
     out += rows[g] * row_bytes;
     taken[w] += rows[g] * row_bytes;
   }
@@ -90,8 +86,31 @@ Tensor gather_rows(const Tensor& local, const std::vector<int64_t>& rows, const 
 
 }  // namespace
 
-distribute::StepRunner* Model::replica_runner() {
-  const std::shared_ptr<distribution::Distribution> dist = compiled() ? distribution_ : distribution::distribution();
+DistributedSteps::DistributedSteps(Model& model) : model_(model) {}
+DistributedSteps::~DistributedSteps() = default;
+
+void DistributedSteps::reset_worker_states() {
+  std::fill(unmerged_worker_states_.begin(), unmerged_worker_states_.end(), 0.0);
+  worker_states_pending_ = false;
+}
+
+const std::vector<std::unique_ptr<metrics::Metric>>* DistributedSteps::replica_metrics(int replica) const {
+  return static_cast<size_t>(replica) < replica_metrics_.size() ? &replica_metrics_[static_cast<size_t>(replica)]
+                                                                : nullptr;
+}
+
+void DistributedSteps::release_placement() {
+  auto* mesh = dynamic_cast<distribute::MeshRunner*>(runner_.get());
+  if (mesh == nullptr || !mesh->spans_workers()) return;
+  // The variables split over several workers' devices go back whole on every worker (the
+  // runner alone cannot: it takes a collective).
+  const io::NamedTensors wholes = whole_values(mesh->placed(), mesh->workers());
+  for (size_t i = 0; i < wholes.size(); ++i) mesh->placed()[i].gather_device_values(wholes[i].second);
+}
+
+distribute::StepRunner* DistributedSteps::step_runner() {
+  const std::shared_ptr<distribution::Distribution> dist =
+      model_.compiled() ? model_.distribution() : distribution::distribution();
   if (!dist) return nullptr;
   if (auto model_parallel = std::dynamic_pointer_cast<const distribution::ModelParallel>(dist)) {
     if (dist->device_mesh().devices().size() <= 1) return nullptr;
@@ -103,14 +122,15 @@ distribute::StepRunner* Model::replica_runner() {
   return runner_.get();
 }
 
-void Model::place_on_mesh(distribute::MeshRunner& runner, const Tree& batch) {
+void DistributedSteps::place_on_mesh(distribute::MeshRunner& runner, const Tree& batch) {
   if (placed_on_mesh_) return;
-  build_on_first_row(batch);
-  const auto& dist = dynamic_cast<const distribution::ModelParallel&>(*distribution_);
+  model_.build_on_first_row(batch);
+  const auto& dist = dynamic_cast<const distribution::ModelParallel&>(*model_.distribution());
   std::vector<std::pair<Variable, distribution::VariablePlacement>> placements;
-  for (const Variable& v : weights()) placements.emplace_back(v, dist.placement(v));  // checks every layout first
-  if (compiled()) {
-    optimizer().build(trainable_weights());
+  // Every layout is checked before any variable moves.
+  for (const Variable& v : model_.weights()) placements.emplace_back(v, dist.placement(v));
+  if (model_.compiled()) {
+    model_.optimizer().build(model_.trainable_weights());
     // A slot follows its variable's layout; with shard_optimizer_state, a replicated
     // variable's slots are split over the batch axis.
     const int batch = dist.batch_axis();
@@ -120,61 +140,61 @@ void Model::place_on_mesh(distribute::MeshRunner& runner, const Tree& batch) {
       const auto [v, p] = placements[k];
       distribution::VariablePlacement placement = p;
       if (!p.axis && dist.options().shard_optimizer_state && batch_size > 1 && v.shape().rank() > 0 &&
-          v.shape()[0] % batch_size == 0 && !optimizer().slots_of(v).empty()) {
+          v.shape()[0] % batch_size == 0 && !model_.optimizer().slots_of(v).empty()) {
         placement = distribution::VariablePlacement{batch, 0};
         runner.update_by_rows(v);
       }
-      for (const Variable& slot : optimizer().slots_of(v)) placements.emplace_back(slot, placement);
+      for (const Variable& slot : model_.optimizer().slots_of(v)) placements.emplace_back(slot, placement);
     }
-    placements.emplace_back(optimizer().variables()[0], distribution::VariablePlacement{});  // iterations
+    placements.emplace_back(model_.optimizer().variables()[0], distribution::VariablePlacement{});  // iterations
   }
   for (const auto& [v, p] : placements) runner.place(v, p);
   placed_on_mesh_ = true;
-  check_device_memory(*this);
+  check_device_memory(model_);
   memory_checked_ = true;
 }
 
-distribute::WorkerGroup* Model::step_workers() {
-  distribute::StepRunner* runner = replica_runner();
+distribute::WorkerGroup* DistributedSteps::workers() {
+  distribute::StepRunner* runner = step_runner();
   return runner != nullptr ? runner->workers() : nullptr;
 }
 
 // Under data parallelism across workers, each worker keeps its block of rows of the tables
 // that ask to be split (DistributedEmbedding's), and of their optimizer slots if built.
-void Model::split_tables_across_workers(distribute::WorkerGroup& group) {
-  for (const Variable& v : weights()) {
+void DistributedSteps::split_tables_across_workers(distribute::WorkerGroup& group) {
+  for (const Variable& v : model_.weights()) {
     if (!v.splits_rows_across_workers() || v.row_shard() || group.size() < 2) continue;
     const int64_t rows = distribute::rows_per_worker(v.shape()[0], group.size());
     v.keep_rows(group.rank() * rows, rows);
-    if (compiled() && optimizer().built()) {
-      for (const Variable& slot : optimizer().slots_of(v)) slot.keep_rows(group.rank() * rows, rows);
+    if (model_.compiled() && model_.optimizer().built()) {
+      for (const Variable& slot : model_.optimizer().slots_of(v)) slot.keep_rows(group.rank() * rows, rows);
     }
   }
 }
 
-void Model::sync_workers(const Tree& batch, int64_t global_rows) {
+void DistributedSteps::sync_workers(const Tree& batch, int64_t global_rows) {
   distribute::WorkerGroup* group = runner_->workers();
   if (workers_synced_ || group == nullptr) return;
   // A subclassed model builds on its first call (and compute_loss's layers on the first
   // loss): run both on one row so that the check and the broadcast see every weight.
-  if (!built()) build_on_first_row(batch);
-  std::vector<Variable> variables = weights();
-  std::vector<std::string> signature = training_signature(*this, global_rows);
-  if (const auto* mesh = dynamic_cast<const distribution::ModelParallel*>(distribution_.get())) {
+  if (!model_.built()) model_.build_on_first_row(batch);
+  std::vector<Variable> variables = model_.weights();
+  std::vector<std::string> signature = training_signature(model_, global_rows);
+  if (const auto* mesh = dynamic_cast<const distribution::ModelParallel*>(model_.distribution().get())) {
     std::string devices;
     for (const Device& d : mesh->device_mesh().devices()) devices += (devices.empty() ? "" : ", ") + d.to_string();
     signature.push_back(fmt::format("a mesh of {} of {} devices: {}", mesh->device_mesh().devices().size(),
                                     mesh->mesh_spans_workers() ? "the job's" : "each worker's", devices));
-    for (const Variable& v : weights()) {  // the workers must split every variable alike
+    for (const Variable& v : model_.weights()) {  // the workers must split every variable alike
       const distribution::VariablePlacement p = mesh->placement(v);
       signature.push_back(p.axis ? fmt::format("{} split along dimension {} over mesh axis '{}'", v.path(), p.dim,
                                                mesh->device_mesh().axis_names()[static_cast<size_t>(*p.axis)])
                                  : v.path() + " replicated");
     }
   }
-  if (compiled()) {
+  if (model_.compiled()) {
     size_t slots = 0;
-    for (const Variable& v : optimizer().variables()) {
+    for (const Variable& v : model_.optimizer().variables()) {
       variables.push_back(v);
       slots += static_cast<size_t>(v.shape().numel()) * dtype_size(v.dtype());
     }
@@ -183,15 +203,17 @@ void Model::sync_workers(const Tree& batch, int64_t global_rows) {
   distribute::check_same_signature(group->store(), group->cluster(), signature, "model");
   broadcast_from_chief(variables, group->communicator());
   // Whole until now, so rank 0's initial tables are every worker's; then each keeps its rows.
-  if (dynamic_cast<const distribution::ModelParallel*>(distribution_.get()) == nullptr) split_tables_across_workers(*group);
+  if (dynamic_cast<const distribution::ModelParallel*>(model_.distribution().get()) == nullptr) {
+    split_tables_across_workers(*group);
+  }
   workers_synced_ = true;
 }
 
-int Model::run_replicas(const WorkerInput::Step& input, bool training, StepMetrics step_metrics,
+int DistributedSteps::run_replicas(const WorkerInput::Step& input, bool training, StepMetrics step_metrics,
                         const std::function<void(int replica, const Tree& slice)>& step) {
   const Tree& batch = input.batch;
-  distribute::StepRunner& runner = *replica_runner();
-  const std::vector<metrics::Metric*> merged = metrics();
+  distribute::StepRunner& runner = *step_runner();
+  const std::vector<metrics::Metric*> merged = model_.metrics();
   if (replica_metrics_.size() != static_cast<size_t>(runner.num_replicas())) {
     replica_metrics_.clear();
     replica_metrics_.resize(static_cast<size_t>(runner.num_replicas()));
@@ -201,7 +223,7 @@ int Model::run_replicas(const WorkerInput::Step& input, bool training, StepMetri
   }
   int active = 0;
   try {
-    const int64_t rows = batch_rows(batch, name());
+    const int64_t rows = batch_rows(batch, model_.name());
     const int64_t global_rows = input.global_rows.value_or(rows);
     sync_workers(batch, global_rows);
     if (auto* mesh = dynamic_cast<distribute::MeshRunner*>(&runner)) place_on_mesh(*mesh, batch);
@@ -249,25 +271,23 @@ int Model::run_replicas(const WorkerInput::Step& input, bool training, StepMetri
   return active;
 }
 
-bool Model::merge_every_step(bool here) {
-  distribute::WorkerGroup* group = step_workers();
+bool DistributedSteps::merge_every_step(bool here) {
+  distribute::WorkerGroup* group = workers();
   if (group == nullptr) return true;
-  Tensor asked = full({1}, here ? 1.0 : 0.0);
-  group->communicator().all_reduce(asked);
-  return asked.item<float>() > 0;
+  int32_t asked = here ? 1 : 0;
+  group->communicator().all_reduce(std::span(&asked, 1), distribute::ReduceOp::kMax);
+  return asked > 0;
 }
 
-void Model::merge_worker_metrics() {
-  distribute::WorkerGroup* group = step_workers();
+void DistributedSteps::merge_worker_metrics() {
+  distribute::WorkerGroup* group = workers();
   if (group == nullptr || !worker_states_pending_) return;
-  const std::vector<metrics::Metric*> merged = metrics();
+  const std::vector<metrics::Metric*> merged = model_.metrics();
   std::vector<double>& mine = unmerged_worker_states_;
-  Tensor words = words_for(mine.size() * sizeof(double));
-  std::memcpy(words.raw_data(), mine.data(), mine.size() * sizeof(double));
-  Tensor all = Tensor::empty({words.numel() * group->size()}, kFloat32);
-  group->communicator().all_gather(words, all);
+  std::vector<double> all(mine.size() * static_cast<size_t>(group->size()));
+  group->communicator().all_gather(std::span(mine), std::span(all));
   for (int w = 0; w < group->size(); ++w) {
-    const auto* state = reinterpret_cast<const double*>(all.data<float>() + w * words.numel());
+    const double* state = all.data() + static_cast<size_t>(w) * mine.size();
     for (metrics::Metric* metric : merged) {
       metric->merge_state(std::span<const double>(state, metric->state().size()));
       state += metric->state().size();
@@ -277,51 +297,51 @@ void Model::merge_worker_metrics() {
   worker_states_pending_ = false;
 }
 
-Logs Model::run_train_step(const WorkerInput::Step& input, bool merge_workers) {
-  distribute::StepRunner* runner = replica_runner();
+Logs DistributedSteps::train(const WorkerInput::Step& input, bool merge_workers) {
+  distribute::StepRunner* runner = step_runner();
   if (!memory_checked_ && dynamic_cast<distribute::MeshRunner*>(runner) == nullptr && device_memory_limit()) {
     // Every device holds the whole state: build it now to count it (place_on_mesh checks
     // the shards of a mesh).
-    if (!built()) build_on_first_row(input.batch);
-    optimizer().build(trainable_weights());
-    check_device_memory(*this);
+    if (!model_.built()) model_.build_on_first_row(input.batch);
+    model_.optimizer().build(model_.trainable_weights());
+    check_device_memory(model_);
     memory_checked_ = true;
   }
-  if (runner == nullptr) return train_step(input.batch);
-  const bool rows = input.global_rows.value_or(batch_rows(input.batch, name())) > 0;
+  if (runner == nullptr) return model_.train_step(input.batch);
+  const bool rows = input.global_rows.value_or(batch_rows(input.batch, model_.name())) > 0;
   const StepMetrics step_metrics = merge_workers ? StepMetrics::kAllWorkers : StepMetrics::kThisWorker;
   run_replicas(input, /*training=*/true, step_metrics, [&](int, const Tree& slice) {
-    if (!rows || batch_rows(slice, name()) > 0) {
-      train_step(slice);
+    if (!rows || batch_rows(slice, model_.name()) > 0) {
+      model_.train_step(slice);
       return;
     }
     // This worker has no rows of the batch: it adds zero gradients to the reduction and
     // applies the same update as the others.
-    std::vector<Variable> variables = trainable_weights();
+    std::vector<Variable> variables = model_.trainable_weights();
     std::vector<Tensor> none;
     for (const Variable& v : variables) none.push_back(zeros(v.shape(), v.dtype()));
-    optimizer().apply_gradients(none, variables);
+    model_.optimizer().apply_gradients(none, variables);
   });
-  return merge_workers || step_workers() == nullptr ? get_metrics_result() : Logs{};
+  return merge_workers || workers() == nullptr ? model_.get_metrics_result() : Logs{};
 }
 
-Logs Model::run_test_step(const WorkerInput::Step& input, bool merge_workers) {
-  if (replica_runner() == nullptr) return test_step(input.batch);
-  const bool rows = input.global_rows.value_or(batch_rows(input.batch, name())) > 0;
+Logs DistributedSteps::test(const WorkerInput::Step& input, bool merge_workers) {
+  if (step_runner() == nullptr) return model_.test_step(input.batch);
+  const bool rows = input.global_rows.value_or(batch_rows(input.batch, model_.name())) > 0;
   const StepMetrics step_metrics = merge_workers ? StepMetrics::kAllWorkers : StepMetrics::kThisWorker;
   run_replicas(input, /*training=*/false, step_metrics, [&](int, const Tree& slice) {
-    if (!rows || batch_rows(slice, name()) > 0) test_step(slice);  // a worker without rows adds nothing
+    if (!rows || batch_rows(slice, model_.name()) > 0) model_.test_step(slice);  // a worker without rows adds nothing
   });
-  return merge_workers || step_workers() == nullptr ? get_metrics_result() : Logs{};
+  return merge_workers || workers() == nullptr ? model_.get_metrics_result() : Logs{};
 }
 
-Tree Model::run_predict_step(const Tree& batch) {
-  distribute::StepRunner* runner = replica_runner();
-  if (runner == nullptr) return predict_step(batch);
+Tree DistributedSteps::predict(const Tree& batch) {
+  distribute::StepRunner* runner = step_runner();
+  if (runner == nullptr) return model_.predict_step(batch);
   std::vector<Tree> outputs(static_cast<size_t>(runner->num_replicas()));
   const int active = run_replicas({batch, std::nullopt}, /*training=*/false, StepMetrics::kNone,
                                   [&](int replica, const Tree& slice) {
-    outputs[static_cast<size_t>(replica)] = predict_step(slice);
+    outputs[static_cast<size_t>(replica)] = model_.predict_step(slice);
   });
   // Replica order is row order: concatenating the slices' outputs keeps the input order.
   std::vector<int> reporting;
@@ -341,7 +361,8 @@ Tree Model::run_predict_step(const Tree& batch) {
     // Every worker returns the whole batch's predictions, as on one process.
     const std::vector<int> slice_workers = runner->slice_workers();
     std::vector<int64_t> rows;
-    for (const auto& [begin, end] : distribute::ReplicaRunner::split(batch_rows(batch, name()), static_cast<int>(slice_workers.size()))) {
+    const int slices = static_cast<int>(slice_workers.size());
+    for (const auto& [begin, end] : distribute::ReplicaRunner::split(batch_rows(batch, model_.name()), slices)) {
       rows.push_back(end - begin);
     }
     for (Tensor& leaf : joined) leaf = gather_rows(leaf, rows, slice_workers, group->communicator());
