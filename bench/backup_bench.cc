@@ -1,4 +1,4 @@
-// The cost of BackupAndRestore on the MNIST tutorial (examples/mnist_tutorial.h): fit's
+// The cost of BackupAndRestore on the MNIST tutorial (tools/chorus/recipes/mnist_tutorial.h): fit's
 // steps/s at batch 64 with a backup every 50 steps against the same fit without, the two
 // alternated in the same run (R repeats of one epoch each; medians). Also the time one
 // backup takes. One JSON line per measurement (bench_util.h emit).
@@ -11,7 +11,7 @@
 
 #include "bench/bench_util.h"
 #include "chorus/chorus.h"
-#include "examples/mnist_tutorial.h"
+#include "tools/chorus/recipes/mnist_tutorial.h"
 
 namespace chorus {
 namespace {
@@ -20,10 +20,10 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // Steps/s of one epoch of the tutorial's fit, with a backup every `every` steps (0: none).
-double epoch_steps_per_second(const examples::MnistDatasets& data, int64_t every, const fs::path& backup_dir,
+double epoch_steps_per_second(const recipes::MnistDatasets& data, int64_t every, const fs::path& backup_dir,
                               int64_t* steps) {
   layers::Layer::reset_names();
-  auto model = examples::get_compiled_model();
+  auto model = recipes::get_compiled_model();
   std::vector<Shared<models::Callback>> callbacks;
   if (every > 0) callbacks.push_back(callbacks::BackupAndRestore(backup_dir, {.save_freq = every}));
   *steps = data.train.cardinality();
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     if (flag == "--repeats") repeats = std::stoi(argv[i + 1]);
     if (flag == "--every") every = std::stoll(argv[i + 1]);
   }
-  const examples::MnistDatasets data = examples::get_dataset(data_dir, 64);
+  const recipes::MnistDatasets data = recipes::get_dataset(data_dir, 64);
   const fs::path backup_dir = fs::temp_directory_path() / "chorus-backup-bench";
   std::vector<double> plain, backed_up;
   int64_t steps = 0;

@@ -14,7 +14,7 @@
 #include "bench/bench_util.h"
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
-#include "examples/mnist_tutorial.h"
+#include "tools/chorus/recipes/mnist_tutorial.h"
 
 namespace ch = chorus;
 
@@ -31,7 +31,7 @@ Setup make(int devices, int64_t batch, int steps) {
     ch::distribution::set_distribution(ch::distribution::DataParallel(
         std::vector<ch::Device>{ch::Device::cpu(0), ch::Device::cpu(1)}));
   }
-  Setup s{ch::examples::get_compiled_model(), {}, {}};
+  Setup s{ch::recipes::get_compiled_model(), {}, {}};
   ch::distribution::set_distribution(nullptr);
   ch::Generator gen(1);
   s.x = ch::uniform(ch::Shape{batch * steps, 784}, gen, 0, 1);

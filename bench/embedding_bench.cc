@@ -1,4 +1,4 @@
-// Training steps of the retrieval tutorial's two-tower model (examples/retrieval_tutorial.h)
+// Training steps of the retrieval tutorial's two-tower model (tools/chorus/recipes/retrieval_tutorial.h)
 // with both tables grown to V rows, batch 1000, Adagrad(0.2), one thread: what a large
 // vocabulary costs. Per V:
 //   sparse_us  a train step as Model::train_step takes it: the tables' gradients stay
@@ -8,7 +8,7 @@
 //              full-table Adagrad pass per table), as before sparse gradients;
 //   torch_*    PyTorch's nn.Embedding(sparse=True / False) + torch.optim.Adagrad, measured
 //              by bench/embedding_torch.py just before (bench/run_embedding), if given.
-// Both variants give the same weights bit for bit (tests/examples/retrieval_tutorial_test.cc).
+// Both variants give the same weights bit for bit (tests/recipes/retrieval_tutorial_test.cc).
 // With --devices N instead: model.fit on N data-parallel devices against one device.
 // Usage: embedding_bench [--rows V,V,...] [--torch-json FILE | --devices N]
 #include <chrono>
@@ -22,7 +22,7 @@
 #include "bench/bench_util.h"
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
-#include "examples/retrieval_tutorial.h"
+#include "tools/chorus/recipes/retrieval_tutorial.h"
 
 namespace chorus {
 namespace {
@@ -47,7 +47,7 @@ std::vector<Batch> make_batches(int64_t rows, int count) {
 
 // One step of Model::train_step's work (forward, loss, gradients, update), with the
 // tables' gradients sparse (as train_step asks for them) or dense (as before).
-void step(examples::RetrievalModel& model, const Batch& batch, bool sparse) {
+void step(recipes::RetrievalModel& model, const Batch& batch, bool sparse) {
   autograd::GradientTape tape;
   const Tensor loss = model.compute_loss(Tree(batch.users), batch.y, model(Tree(batch.users), /*training=*/true));
   const std::vector<autograd::Variable> variables = model.trainable_weights();
@@ -59,7 +59,7 @@ void step(examples::RetrievalModel& model, const Batch& batch, bool sparse) {
 
 double step_us(int64_t rows, bool sparse) {
   layers::set_random_seed(1);
-  examples::RetrievalModel model(rows, rows);
+  recipes::RetrievalModel model(rows, rows);
   model.compile({.optimizer = optimizers::Adagrad(0.2)});
   const std::vector<Batch> batches = make_batches(rows, 8);
   size_t next = 0;
@@ -80,7 +80,7 @@ double fit_step_us(int64_t rows, int devices) {
     scope.emplace(distribution::DataParallel(list).scope());
   }
   layers::set_random_seed(1);
-  examples::RetrievalModel model(rows, rows);
+  recipes::RetrievalModel model(rows, rows);
   model.compile({.optimizer = optimizers::Adagrad(0.2)});
   scope.reset();
   std::vector<Tensor> users, movies, ratings;

@@ -1,4 +1,4 @@
-// MNIST MLP training (the Keras tutorial's model and pipeline, examples/mnist_tutorial.h)
+// MNIST MLP training (the Keras tutorial's model and pipeline, tools/chorus/recipes/mnist_tutorial.h)
 // against two references measured in the same run:
 //   b64          model->fit steps/s at batch 64, on 2 (default) and 1 intra-op threads,
 //                against PyTorch's steps/s per configuration, measured by
@@ -36,7 +36,7 @@
 #include "bench/bench_util.h"
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
-#include "examples/mnist_tutorial.h"
+#include "tools/chorus/recipes/mnist_tutorial.h"
 
 namespace chorus {
 namespace {
@@ -111,7 +111,7 @@ Args parse_args(int argc, char** argv) {
 // --- batch 64: fit steps/s against PyTorch -------------------------------------------
 
 struct FitRunner {
-  std::unique_ptr<models::Model> model = examples::get_compiled_model();
+  std::unique_ptr<models::Model> model = recipes::get_compiled_model();
   data::Dataset train;
   int64_t steps;
   int threads;
@@ -280,7 +280,7 @@ void bench_matmul_bound(const Args& args, const data::Dataset& train, int64_t ba
 
 void bench_breakdown(const data::Dataset& train, int64_t batch, int64_t steps, int threads) {
   backend::cpu::set_intra_op_threads(threads);
-  auto model = examples::get_compiled_model();
+  auto model = recipes::get_compiled_model();
   model->fit(train, {.epochs = 1, .verbose = 0, .steps_per_epoch = 5});  // builds the slots
   std::vector<autograd::Variable> variables = model->trainable_weights();
   const std::vector<Tensor> sources(variables.begin(), variables.end());
@@ -359,9 +359,9 @@ void bench_rss(const Args& args) {
     const Tree train = datasets::mnist::load_data(args.data_dir, datasets::Split::kTrain);
     stage("mnist::load_data(train) alone");
   }
-  examples::MnistDatasets data = examples::get_dataset(args.data_dir, 64);
+  recipes::MnistDatasets data = recipes::get_dataset(args.data_dir, 64);
   stage("get_dataset");
-  auto model = examples::get_compiled_model();
+  auto model = recipes::get_compiled_model();
   model->fit(data.train, {.epochs = 1, .verbose = 0, .validation_data = data.val});
   stage("fit 1 epoch + validation");
   model->evaluate(data.test, {.verbose = 0});
@@ -382,9 +382,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     const int default_threads = ch::backend::cpu::intra_op_threads();
-    const ch::data::Dataset train64 = ch::examples::get_dataset(args.data_dir, 64).train;
+    const ch::data::Dataset train64 = ch::recipes::get_dataset(args.data_dir, 64).train;
     ch::bench_b64(args, train64);
-    const ch::data::Dataset train1024 = ch::examples::get_dataset(args.data_dir, 1024).train;
+    const ch::data::Dataset train1024 = ch::recipes::get_dataset(args.data_dir, 1024).train;
     for (int threads : {default_threads, 1}) ch::bench_matmul_bound(args, train1024, 1024, 40, threads);
     // At batch 64 too: how far the matmuls alone are from the steps/s target.
     for (int threads : {default_threads, 1}) ch::bench_matmul_bound(args, train64, 64, 300, threads);

@@ -45,8 +45,8 @@
 #include "chorus/distribute/gradient_reducer.h"
 #include "chorus/distribute/tcp_store.h"
 #include "chorus/distribute/worker_group.h"
-#include "examples/retrieval_tutorial.h"
 #include "tests/testing/worker_process.h"
+#include "tools/chorus/recipes/retrieval_tutorial.h"
 
 namespace chorus::bench {
 namespace {
@@ -210,19 +210,19 @@ class ValidationTimer : public models::Callback {
   Clock::time_point start_;
 };
 
-// The tutorial as examples::run_retrieval_tutorial sets it up, timed over the span the
+// The tutorial as recipes::run_retrieval_tutorial sets it up, timed over the span the
 // peer times: from after loading (caches filled) and a barrier to the end of fit,
 // validation included (total_wall_s); steps/s over the training time alone, with the
 // steps the optimizer took.
 json retrieval_role(const std::string& data_dir) {
   distribution::initialize(distribute::discover_cluster());
   layers::set_random_seed(42);
-  const examples::RetrievalDatasets datasets = examples::get_retrieval_datasets(data_dir);
+  const recipes::RetrievalDatasets datasets = recipes::get_retrieval_datasets(data_dir);
   for (const data::Dataset& ds : {datasets.train, datasets.test}) {
     for (auto it = ds.iterator(0); it.next();) {
     }
   }
-  examples::RetrievalModel model(datasets.users_count + 1, datasets.movies_count + 1);
+  recipes::RetrievalModel model(datasets.users_count + 1, datasets.movies_count + 1);
   {
     auto scope = distribution::DataParallel(distribute::list_devices()).scope();
     model.compile({.optimizer = optimizers::Adagrad(0.2)});
@@ -295,7 +295,7 @@ json distributed_embedding_role(const std::string& data_dir, int repeats) {
   }
   const models::StateBytes bytes = models::state_bytes(model);
 
-  const examples::RetrievalDatasets datasets = examples::get_retrieval_datasets(data_dir);
+  const recipes::RetrievalDatasets datasets = recipes::get_retrieval_datasets(data_dir);
   SplitTablesTwoTower tutorial(kRows);
   compile(tutorial);
   distribution::worker_group()->communicator().barrier();

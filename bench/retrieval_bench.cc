@@ -1,4 +1,4 @@
-// The keras-rs MovieLens retrieval tutorial (examples/retrieval_tutorial.h) against
+// The keras-rs MovieLens retrieval tutorial (tools/chorus/recipes/retrieval_tutorial.h) against
 // PyTorch's peer (../shared/peers/movielens_retrieval.py), measured by bench/run_retrieval
 // just before in the same run and passed here as its JSON lines:
 //   tutorial     the whole fit (50 epochs of 80 steps, validation every 5 epochs):
@@ -35,14 +35,13 @@
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
 #include "chorus/optimizers/update_kernels.h"
-#include "examples/retrieval_tutorial.h"
+#include "tools/chorus/recipes/retrieval_tutorial.h"
 
 namespace chorus {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using autograd::Variable;
-namespace ex = examples;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -106,7 +105,7 @@ struct FitSample {
 };
 
 // One whole fit of the tutorial from fresh weights.
-FitSample run_fit(const ex::RetrievalDatasets& data, bool retrieve_in_validation, int devices) {
+FitSample run_fit(const recipes::RetrievalDatasets& data, bool retrieve_in_validation, int devices) {
   std::optional<distribution::DistributionScope> data_parallel;
   if (devices > 1) {
     std::vector<Device> list;
@@ -114,7 +113,7 @@ FitSample run_fit(const ex::RetrievalDatasets& data, bool retrieve_in_validation
     data_parallel.emplace(distribution::DataParallel(list).scope());
   }
   layers::set_random_seed(42);
-  ex::RetrievalModel model(data.users_count + 1, data.movies_count + 1, 32, retrieve_in_validation);
+  recipes::RetrievalModel model(data.users_count + 1, data.movies_count + 1, 32, retrieve_in_validation);
   model.compile({.optimizer = optimizers::Adagrad(0.2)});
   auto timer = std::make_shared<ValidationTimer>();
   const auto start = Clock::now();
@@ -125,7 +124,7 @@ FitSample run_fit(const ex::RetrievalDatasets& data, bool retrieve_in_validation
           history.history.at("val_loss").back(), model.optimizer().iterations()};
 }
 
-void bench_tutorial(const Args& args, const ex::RetrievalDatasets& data) {
+void bench_tutorial(const Args& args, const recipes::RetrievalDatasets& data) {
   for (bool keras_eval : {false, true}) {
     run_fit(data, keras_eval, args.devices);  // warm-up: primitives, allocator caches
     std::vector<FitSample> samples;
@@ -173,9 +172,9 @@ void bench_tutorial(const Args& args, const ex::RetrievalDatasets& data) {
 
 // --- breakdown: Model::train_step by hand, timing each part ---------------------------
 
-void bench_breakdown(const Args& args, const ex::RetrievalDatasets& data) {
+void bench_breakdown(const Args& args, const recipes::RetrievalDatasets& data) {
   layers::set_random_seed(42);
-  ex::RetrievalModel model(data.users_count + 1, data.movies_count + 1);
+  recipes::RetrievalModel model(data.users_count + 1, data.movies_count + 1);
   model.compile({.optimizer = optimizers::Adagrad(0.2)});
   model.fit(data.train, {.epochs = 1, .verbose = 0});  // builds and fills the cache
   std::map<std::string, std::vector<double>> parts;
@@ -230,7 +229,7 @@ void bench_breakdown(const Args& args, const ex::RetrievalDatasets& data) {
 // table (zero-fill, scatter-add of the batch's rows, the skip-zero kernel), with no
 // layers, Model, tape or optimizer bookkeeping. What a faster framework could reach
 // without fusing kernels; its gap to `breakdown` is the framework's share.
-void bench_floor(const Args& args, const ex::RetrievalDatasets& data) {
+void bench_floor(const Args& args, const recipes::RetrievalDatasets& data) {
   const int64_t dim = 32;
   Generator gen(7);
   struct Table {
@@ -294,7 +293,7 @@ void bench_floor(const Args& args, const ex::RetrievalDatasets& data) {
 
 // --- ops: the pieces of a step alone -------------------------------------------------
 
-void bench_ops(const Args& args, const ex::RetrievalDatasets& data) {
+void bench_ops(const Args& args, const recipes::RetrievalDatasets& data) {
   const int64_t users = data.users_count + 1, movies = data.movies_count + 1, dim = 32;
   Generator gen(7);
   Variable user_table("u/embeddings", uniform(Shape{users, dim}, gen, -0.05, 0.05));
@@ -405,7 +404,7 @@ int main(int argc, char** argv) {
     const Args args = parse_args(argc, argv);
     backend::cpu::set_intra_op_threads(args.threads);
     const auto start = Clock::now();
-    const ex::RetrievalDatasets data = ex::get_retrieval_datasets(args.data_dir);
+    const recipes::RetrievalDatasets data = recipes::get_retrieval_datasets(args.data_dir);
     for (auto it = data.train.iterator(0); it.next();) {
     }
     for (auto it = data.test.iterator(0); it.next();) {

@@ -1,5 +1,5 @@
 // WordPiece vocabulary learning on WikiText-2, one core, as the BERT MLM tutorial does it
-// (examples/bert_mlm_tutorial.cc): the lines of wiki.train.tokens longer than 100 bytes,
+// (tools/chorus/recipes/bert_mlm_tutorial.cc): the lines of wiki.train.tokens longer than 100 bytes,
 // compute_word_piece_vocabulary with vocabulary_size 30,522 and lowercasing. Reports
 // seconds, lines/s and MB/s of raw text, median of passes, and the learner alone (on word
 // counts made beforehand). The in-run reference is the floor of the whole: pre-tokenising

@@ -10,14 +10,14 @@
 // `chorus train bert-mlm` runs the same with flags to shorten it.
 #include <iostream>
 
-#include "examples/bert_mlm_tutorial.h"
+#include "tools/chorus/recipes/bert_mlm_tutorial.h"
 
 int main(int argc, char** argv) {
-  chorus::examples::BertMlmTutorialOptions options;
+  chorus::recipes::BertMlmTutorialOptions options;
   if (argc > 1) options.data_dir = argv[1];
   if (argc > 2) options.vocabulary = argv[2];
   try {
-    chorus::examples::run_bert_mlm_tutorial(options);
+    chorus::recipes::run_bert_mlm_tutorial(options);
   } catch (const std::exception& e) {
     std::cerr << "bert_mlm: " << e.what() << "\n";
     return 1;

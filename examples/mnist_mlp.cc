@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <iostream>
 
-#include "examples/mnist_tutorial.h"
+#include "tools/chorus/recipes/mnist_tutorial.h"
 
 int main(int argc, char** argv) {
-  namespace ex = chorus::examples;
+  namespace ex = chorus::recipes;
   try {
     ex::MnistTutorialOptions options;
     if (argc > 1) options.data_dir = argv[1];

@@ -8,10 +8,10 @@
 // chorus's data cache, downloaded first if absent (`chorus data fetch movielens-100k`).
 #include <iostream>
 
-#include "examples/retrieval_tutorial.h"
+#include "tools/chorus/recipes/retrieval_tutorial.h"
 
 int main(int argc, char** argv) {
-  namespace ex = chorus::examples;
+  namespace ex = chorus::recipes;
   try {
     ex::RetrievalTutorialOptions options;
     if (argc > 1) options.data_dir = argv[1];

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "chorus/chorus.h"
-#include "examples/retrieval_tutorial.h"
 #include "tests/distribute/multi_worker_harness.h"
 #include "tests/testing/shared_data.h"
+#include "tools/chorus/recipes/retrieval_tutorial.h"
 
 namespace chorus {
 namespace {
@@ -108,7 +108,7 @@ json embedding_backup_scenario(ScenarioRun& run, int64_t crash_after) {
 json split_tables_tutorial_scenario(bool retrieve_in_validation) {
   auto dir = testing::shared_data_dir("ml-100k");
   if (!dir) throw ValueError(testing::shared_data_missing("ml-100k"));
-  examples::RetrievalTutorialOptions options{.data_dir = *dir,
+  recipes::RetrievalTutorialOptions options{.data_dir = *dir,
                                              .epochs = 2,
                                              .validation_freq = 1,
                                              .verbose = 0,
@@ -116,7 +116,7 @@ json split_tables_tutorial_scenario(bool retrieve_in_validation) {
                                              .table_rows = 1'000'000,
                                              .distributed_embedding = true,
                                              .sample_users = {793, 188}};
-  const examples::RetrievalTutorialResult result = examples::run_retrieval_tutorial(options);
+  const recipes::RetrievalTutorialResult result = recipes::run_retrieval_tutorial(options);
   json out;
   for (const auto& [key, values] : result.history.history) out["history"][key] = values;
   for (const auto& recs : result.recommendations) out["recommendations"].push_back(recs.titles);

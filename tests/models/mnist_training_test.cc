@@ -5,8 +5,8 @@
 
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
-#include "examples/mnist_tutorial.h"
 #include "tests/testing/shared_data.h"
+#include "tools/chorus/recipes/mnist_tutorial.h"
 
 namespace chorus::models {
 namespace {
@@ -22,10 +22,10 @@ TEST_P(MnistTrainingTest, TwoEpochsReachTheTutorialsAccuracy) {
   backend::cpu::set_intra_op_threads(1);
   // Normalised pixels reach 0.97 when the training set is reshuffled each epoch; in the
   // tutorial's stored order they stop near 0.967, as PyTorch's peer run does.
-  examples::MnistTutorialOptions options{
+  recipes::MnistTutorialOptions options{
       .data_dir = *dir, .epochs = 2, .normalize = normalize, .shuffle = normalize, .verbose = 0, .devices = 2};
   distribute::set_cpu_devices(2);  // two logical devices on any machine
-  examples::MnistTutorialResult result = examples::run_mnist_tutorial(options);
+  recipes::MnistTutorialResult result = recipes::run_mnist_tutorial(options);
   distribute::set_cpu_devices(0);
   EXPECT_GE(result.test_logs.at("sparse_categorical_accuracy"), normalize ? 0.97 : 0.90);
 }

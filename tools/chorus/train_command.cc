@@ -1,16 +1,16 @@
 // `chorus train RECIPE`: runs a seed tutorial as a built-in recipe.
 #include <memory>
 
-#include "examples/bert_mlm_tutorial.h"
-#include "examples/mnist_tutorial.h"
-#include "examples/retrieval_tutorial.h"
 #include "tools/chorus/commands.h"
+#include "tools/chorus/recipes/bert_mlm_tutorial.h"
+#include "tools/chorus/recipes/mnist_tutorial.h"
+#include "tools/chorus/recipes/retrieval_tutorial.h"
 
 namespace chorus::cli {
 namespace {
 
 // Every recipe's --backup-dir, --backup-every and --save-weights.
-void add_fault_tolerance_options(CLI::App* recipe, examples::FaultToleranceOptions& options) {
+void add_fault_tolerance_options(CLI::App* recipe, recipes::FaultToleranceOptions& options) {
   recipe->add_option("--backup-dir", options.backup_dir,
                      "Back the training up there (BackupAndRestore) and, run again after a crash, resume exactly");
   recipe->add_option("--backup-every", options.backup_every, "Batches between backups (default: every epoch)")
@@ -24,7 +24,7 @@ void add_train_command(CLI::App& app) {
   CLI::App* train = app.add_subcommand("train", "Train a built-in recipe (a seed tutorial)");
   train->require_subcommand(1);
 
-  auto options = std::make_shared<examples::MnistTutorialOptions>();
+  auto options = std::make_shared<recipes::MnistTutorialOptions>();
   CLI::App* mnist = train->add_subcommand(
       "mnist-mlp", "The Keras MNIST tutorial: MLP 784-256-256-10, Adam, batch 64, checkpoint per epoch");
   mnist->add_option("--data", options->data_dir,
@@ -41,12 +41,12 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   add_fault_tolerance_options(mnist, options->fault_tolerance);
   mnist->callback([options] {
-    examples::get_compiled_model()->summary();
+    recipes::get_compiled_model()->summary();
     layers::Layer::reset_names();
-    examples::run_mnist_tutorial(*options);
+    recipes::run_mnist_tutorial(*options);
   });
 
-  auto retrieval_options = std::make_shared<examples::RetrievalTutorialOptions>();
+  auto retrieval_options = std::make_shared<recipes::RetrievalTutorialOptions>();
   CLI::App* retrieval = train->add_subcommand(
       "movielens-retrieval",
       "The keras-rs retrieval tutorial: two-tower model on MovieLens 100K, Adagrad, batch 1000, top-10 movies");
@@ -71,11 +71,11 @@ void add_train_command(CLI::App& app) {
                       "DistributedEmbedding towers: a multi-worker job splits each table by rows");
   add_fault_tolerance_options(retrieval, retrieval_options->fault_tolerance);
   retrieval->callback([retrieval_options] {
-    examples::RetrievalTutorialResult result = examples::run_retrieval_tutorial(*retrieval_options);
-    examples::print_recommendations(result.recommendations);
+    recipes::RetrievalTutorialResult result = recipes::run_retrieval_tutorial(*retrieval_options);
+    recipes::print_recommendations(result.recommendations);
   });
 
-  auto bert_options = std::make_shared<examples::BertMlmTutorialOptions>();
+  auto bert_options = std::make_shared<recipes::BertMlmTutorialOptions>();
   CLI::App* bert = train->add_subcommand(
       "bert-mlm", "The KerasNLP tutorial: BERT-tiny masked LM on WikiText-2, MirroredStrategy, AdamW, TensorBoard");
   bert->add_option("--data", bert_options->data_dir,
@@ -96,7 +96,7 @@ void add_train_command(CLI::App& app) {
                    "float32, or mixed_bfloat16: bfloat16 computation on float32 weights")
       ->check(CLI::IsMember({"float32", "mixed_bfloat16"}));
   add_fault_tolerance_options(bert, bert_options->fault_tolerance);
-  bert->callback([bert_options] { examples::run_bert_mlm_tutorial(*bert_options); });
+  bert->callback([bert_options] { recipes::run_bert_mlm_tutorial(*bert_options); });
 }
 
 }  // namespace chorus::cli

@@ -1,6 +1,6 @@
-// The Keras MNIST fault-tolerance tutorial
-// (../shared/seeds/keras-mirrored-strategy-mnist-fault-tolerance.txt) as functions, shared
-// by the `mnist_mlp` example, the `chorus train mnist-mlp` recipe and the tests.
+// The `chorus train mnist-mlp` recipe: the Keras MNIST fault-tolerance tutorial
+// (examples/mnist_mlp.cc) as functions with options, shared by the CLI, the tests and the
+// benchmarks. Results are values the caller owns. Call from one thread.
 #pragma once
 
 #include <cstdint>
@@ -8,9 +8,9 @@
 #include <string>
 
 #include "chorus/chorus.h"
-#include "examples/fault_tolerance.h"
+#include "tools/chorus/recipes/fault_tolerance.h"
 
-namespace chorus::examples {
+namespace chorus::recipes {
 
 // The tutorial's get_compiled_model(): MLP 784-256-256-10, Adam, sparse categorical
 // cross-entropy from logits, sparse categorical accuracy.
@@ -59,4 +59,4 @@ struct MnistTutorialResult {
 // scope, fits it (validating every epoch) and evaluates it on the test set.
 MnistTutorialResult run_mnist_tutorial(const MnistTutorialOptions& options);
 
-}  // namespace chorus::examples
+}  // namespace chorus::recipes

@@ -1,15 +1,15 @@
-// The KerasNLP tutorial "Data Parallel Training with KerasNLP and tf.distribute" as a
-// function the example, the CLI (`chorus train bert-mlm`) and tests share: BERT-tiny
-// masked-LM on WikiText-2 under MirroredStrategy. Single-threaded caller.
+// The `chorus train bert-mlm` recipe: the KerasNLP BERT masked-LM tutorial (examples/bert_mlm.cc)
+// as a function with options, shared by the CLI, the tests and the benchmarks. Returns its results by
+// value. Call from one thread (it runs the replicas itself).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "chorus/chorus.h"
-#include "examples/fault_tolerance.h"
+#include "tools/chorus/recipes/fault_tolerance.h"
 
-namespace chorus::examples {
+namespace chorus::recipes {
 
 struct BertMlmTutorialOptions {
   // Holds wiki.{train,valid,test}.tokens. Empty: `chorus data fetch wikitext-2`'s copy.
@@ -36,4 +36,4 @@ struct BertMlmTutorialResult {
 
 BertMlmTutorialResult run_bert_mlm_tutorial(const BertMlmTutorialOptions& options);
 
-}  // namespace chorus::examples
+}  // namespace chorus::recipes

@@ -1,4 +1,4 @@
-#include "examples/mnist_tutorial.h"
+#include "tools/chorus/recipes/mnist_tutorial.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <iostream>
 #include <regex>
 
-namespace chorus::examples {
+namespace chorus::recipes {
 namespace ch = chorus;
 
 std::unique_ptr<models::Model> get_compiled_model() {
@@ -141,4 +141,4 @@ MnistTutorialResult run_mnist_tutorial(const MnistTutorialOptions& options) {
   return result;
 }
 
-}  // namespace chorus::examples
+}  // namespace chorus::recipes

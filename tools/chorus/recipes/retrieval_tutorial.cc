@@ -1,10 +1,10 @@
-#include "examples/retrieval_tutorial.h"
+#include "tools/chorus/recipes/retrieval_tutorial.h"
 
 #include <algorithm>
 #include <iostream>
 #include <optional>
 
-namespace chorus::examples {
+namespace chorus::recipes {
 namespace ch = chorus;
 namespace ml = datasets::movielens_100k;
 
@@ -182,4 +182,4 @@ void print_recommendations(const std::vector<Recommendations>& recommendations) 
   }
 }
 
-}  // namespace chorus::examples
+}  // namespace chorus::recipes

@@ -1,10 +1,10 @@
 // Follows the Python tutorial top to bottom; each step quotes what it ports.
-#include "examples/bert_mlm_tutorial.h"
+#include "tools/chorus/recipes/bert_mlm_tutorial.h"
 
 #include <algorithm>
 #include <iostream>
 
-namespace chorus::examples {
+namespace chorus::recipes {
 namespace ch = chorus;
 
 namespace {
@@ -107,4 +107,4 @@ BertMlmTutorialResult run_bert_mlm_tutorial(const BertMlmTutorialOptions& option
   return result;
 }
 
-}  // namespace chorus::examples
+}  // namespace chorus::recipes

@@ -15,10 +15,10 @@
 #include <string>
 
 #include "chorus/backend/cpu/parallel.h"
-#include "examples/retrieval_tutorial.h"
 #include "tests/testing/shared_data.h"
+#include "tools/chorus/recipes/retrieval_tutorial.h"
 
-namespace chorus::examples {
+namespace chorus::recipes {
 namespace {
 
 TEST(RetrievalTutorialTest, ModelLossIsTheMseOfDotProductsAndPredictionsAreTopTen) {
@@ -193,4 +193,4 @@ TEST(RetrievalTutorialTest, CliRecipe) {
 }
 
 }  // namespace
-}  // namespace chorus::examples
+}  // namespace chorus::recipes

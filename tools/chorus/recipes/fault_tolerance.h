@@ -1,6 +1,6 @@
 // What every `chorus train` recipe takes for fault tolerance: BackupAndRestore into a
 // directory (--backup-dir, --backup-every) and the final weights as one safetensors file
-// (--save-weights). Header-only glue between the CLI options and the library.
+// (--save-weights). Header-only glue between the CLI options and the library; plain values, no state.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include "chorus/core/shared.h"
 #include "chorus/models/model.h"
 
-namespace chorus::examples {
+namespace chorus::recipes {
 
 struct FaultToleranceOptions {
   // Backs the fit up there and, started again after a crash, resumes from the latest
@@ -37,4 +37,4 @@ inline void save_final_weights(const models::Model& model, const FaultToleranceO
   if (!options.save_weights.empty()) model.save_weights(options.save_weights);
 }
 
-}  // namespace chorus::examples
+}  // namespace chorus::recipes

@@ -1,8 +1,6 @@
-// The keras-rs retrieval tutorial (../shared/seeds/keras-rs-data-parallel-retrieval.txt)
-// as functions, shared by the `movielens_retrieval` example, the `chorus train
-// movielens-retrieval` recipe, the tests and the benchmark: a two-tower model (user and
-// movie embedding tables) trained on MovieLens 100K ratings, then brute-force top-10
-// retrieval of movies for sample users.
+// The `chorus train movielens-retrieval` recipe: the keras-rs two-tower retrieval tutorial
+// (examples/movielens_retrieval.cc) as functions with options, shared by the CLI, the tests and
+// the benchmarks. Results are values the caller owns; a RetrievalModel is one per thread.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +10,9 @@
 
 #include "chorus/chorus.h"
 #include "chorus/recsys/brute_force_retrieval.h"
-#include "examples/fault_tolerance.h"
+#include "tools/chorus/recipes/fault_tolerance.h"
 
-namespace chorus::examples {
+namespace chorus::recipes {
 
 // The tutorial's RetrievalModel: the query tower is a user embedding table, the
 // candidate tower a movie embedding table, and a BruteForceRetrieval over the movie
@@ -121,4 +119,4 @@ RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& o
 // The tutorial's printout: "==Recommended movies for user 793==" then one title a line.
 void print_recommendations(const std::vector<Recommendations>& recommendations);
 
-}  // namespace chorus::examples
+}  // namespace chorus::recipes
