@@ -1,6 +1,6 @@
 // The engine demo: fits y = X·w + b to noisy synthetic data with the gradient tape and
 // plain gradient descent, then compares the learned parameters with the true ones.
-// Replaced by a training demo once `fit` lands.
+// No Model or fit here: mnist_mlp.cc has those.
 #include <cstdio>
 
 #include "chorus/chorus.h"
