@@ -8,7 +8,7 @@
 #include "tests/testing/shared_data.h"
 #include "tools/chorus/recipes/mnist_tutorial.h"
 
-namespace chorus::models {
+namespace chorus::recipes {
 namespace {
 
 class MnistTrainingTest : public ::testing::TestWithParam<bool> {};
@@ -22,10 +22,10 @@ TEST_P(MnistTrainingTest, TwoEpochsReachTheTutorialsAccuracy) {
   backend::cpu::set_intra_op_threads(1);
   // Normalised pixels reach 0.97 when the training set is reshuffled each epoch; in the
   // tutorial's stored order they stop near 0.967, as PyTorch's peer run does.
-  recipes::MnistTutorialOptions options{
+  MnistTutorialOptions options{
       .data_dir = *dir, .epochs = 2, .normalize = normalize, .shuffle = normalize, .verbose = 0, .devices = 2};
   distribute::set_cpu_devices(2);  // two logical devices on any machine
-  recipes::MnistTutorialResult result = recipes::run_mnist_tutorial(options);
+  MnistTutorialResult result = run_mnist_tutorial(options);
   distribute::set_cpu_devices(0);
   EXPECT_GE(result.test_logs.at("sparse_categorical_accuracy"), normalize ? 0.97 : 0.90);
 }
@@ -33,4 +33,4 @@ TEST_P(MnistTrainingTest, TwoEpochsReachTheTutorialsAccuracy) {
 INSTANTIATE_TEST_SUITE_P(RawAndNormalized, MnistTrainingTest, ::testing::Bool());
 
 }  // namespace
-}  // namespace chorus::models
+}  // namespace chorus::recipes
