@@ -4,7 +4,7 @@
 #include "chorus/chorus.h"
 namespace ch = chorus;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   ch::distribute::MirroredStrategy strategy;
   std::cout << "Number of devices: " << strategy.num_replicas_in_sync() << "\n";
   // Base batch size and learning rate, scaled by the number of replicas.
@@ -39,4 +39,8 @@ int main(int argc, char** argv) {
   model_dist->fit(wiki_train_ds, {.epochs = EPOCHS, .callbacks = callbacks, .validation_data = wiki_val_ds});
   // After fitting our model under the scope, we evaluate it normally!
   model_dist->evaluate(wiki_test_ds);
+  return 0;
+} catch (const std::exception& e) {  // a missing file or vocabulary: its message, not an abort
+  std::cerr << "bert_mlm: " << e.what() << "\n";
+  return 1;
 }
