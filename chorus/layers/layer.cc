@@ -77,7 +77,8 @@ Layer::Layer(Layer&& other) noexcept
       own_weights_(std::move(other.own_weights_)),
       owned_sublayers_(std::move(other.owned_sublayers_)),
       sublayers_(std::move(other.sublayers_)),
-      output_shapes_(std::move(other.output_shapes_)) {}
+      output_shapes_(std::move(other.output_shapes_)),
+      input_spec_(std::move(other.input_spec_)) {}
 
 namespace {
 // Builds are rare (once per layer) and nest (a model builds its sublayers): one
@@ -99,6 +100,7 @@ void Layer::maybe_build(const Tree& inputs) {
   if (built_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(build_mutex());
   if (built_.load(std::memory_order_relaxed)) return;
+  assert_input_compatibility(input_spec_, inputs, name_);  // a spec the constructor set
   autograd::NoGradGuard no_grad;
   // A sublayer built inside its parent's call sees its weights as they are stored.
   std::optional<autograd::AutocastScope> stored_dtypes;
@@ -127,6 +129,7 @@ void Layer::build_from(const Tree& inputs) { maybe_build(inputs); }
 Tree Layer::operator()(const Tree& inputs, bool training) & {
   if (is_symbolic(inputs)) return call_symbolic(inputs, nullptr);
   maybe_build(inputs);
+  if (!input_spec_.empty()) assert_input_compatibility(input_spec_, inputs, name_);
   Tree outputs = call_autocast(inputs, training);
   if (MeshContext* mesh = MeshContext::current()) {
     outputs = outputs.map([&](const Tensor& t) { return mesh->lay_out_output(path(), t); });
@@ -151,6 +154,7 @@ Tensor Layer::operator()(const Tensor& inputs, bool training) && {
 Tree Layer::call_symbolic(const Tree& inputs, std::shared_ptr<Layer> owner) {
   Layer* layer = owner ? owner.get() : this;
   layer->maybe_build(inputs);
+  if (!layer->input_spec_.empty()) assert_input_compatibility(layer->input_spec_, inputs, layer->name_);
   Tree outputs;
   {
     autograd::NoGradGuard no_grad;
@@ -231,6 +235,13 @@ Variable Layer::add_weight(const std::string& name, const Shape& shape, const In
 void Layer::set_parent_path(const std::string& parent) {
   path_ = parent + "/" + name_;
   for (const auto& sub : owned_sublayers_) sub->set_parent_path(path_);
+}
+
+void Layer::set_input_spec(InputSpec spec) { set_input_spec(std::vector<InputSpec>{std::move(spec)}); }
+
+void Layer::set_input_spec(std::vector<InputSpec> specs) {
+  for (const InputSpec& spec : specs) validate_input_spec(spec);
+  input_spec_ = std::move(specs);
 }
 
 void Layer::track(std::shared_ptr<Layer> sublayer) {

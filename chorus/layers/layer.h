@@ -20,6 +20,7 @@
 #include "chorus/core/shared.h"
 #include "chorus/core/tree.h"
 #include "chorus/layers/initializers.h"
+#include "chorus/layers/input_spec.h"
 #include "chorus/mixed_precision/dtype_policy.h"
 
 namespace chorus::layers {
@@ -64,7 +65,8 @@ class Layer {
   // (Embedding: the rows, not the table) turn it off.
   bool autocast() const { return autocast_; }
 
-  // Keras's __call__: builds the layer from the first inputs, checks them, then call().
+  // Keras's __call__: checks the inputs against input_spec(), builds the layer from the
+  // first inputs (and checks them against the spec build() set), then call().
   // On symbolic inputs (functional API) it records a node instead and returns symbolic
   // outputs; the graph then borrows this layer, which must outlive the model. Calling a
   // temporary (`Dense(10)(x)`) moves it into the graph, which then owns it.
@@ -72,6 +74,10 @@ class Layer {
   Tensor operator()(const Tensor& inputs, bool training = false) &;
   Tree operator()(const Tree& inputs, bool training = false) &&;
   Tensor operator()(const Tensor& inputs, bool training = false) &&;
+
+  // What the layer accepts, one spec per flattened input (Keras's layer.input_spec): set
+  // by the constructor or build(); empty accepts anything. Not part of get_config().
+  const std::vector<InputSpec>& input_spec() const { return input_spec_; }
 
   // Weights in creation order, this layer's first, then each sublayer's. A weight shared
   // by two sublayers appears once.
@@ -133,6 +139,11 @@ class Layer {
     return raw;
   }
   void track(std::shared_ptr<Layer> sublayer);
+  // Declares what operator() accepts (Keras's `self.input_spec = ...`): one spec for a
+  // single-tensor input, or one per flattened input. Call from the constructor or build();
+  // throws ValueError for an inconsistent spec (validate_input_spec).
+  void set_input_spec(InputSpec spec);
+  void set_input_spec(std::vector<InputSpec> specs);
   void set_autocast(bool autocast) { autocast_ = autocast; }
   // Opens in `scope` the AutocastScope call() runs under: this layer's compute dtype when
   // it autocasts a mixed policy; one that casts nothing when it does not but an enclosing
@@ -169,6 +180,7 @@ class Layer {
   std::vector<std::shared_ptr<Layer>> owned_sublayers_;
   std::vector<Layer*> sublayers_;
   std::vector<Shape> output_shapes_;
+  std::vector<InputSpec> input_spec_;  // written before built_ is released; read-only after
 };
 
 Tree call_shared(const std::shared_ptr<Layer>& layer, const Tree& inputs, bool training = false);
