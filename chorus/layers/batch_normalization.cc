@@ -28,6 +28,7 @@ void BatchNormalization::build(const Tree& inputs) {
   rank_ = x.rank();
   axis_ = options_.axis < 0 ? options_.axis + rank_ : options_.axis;
   const Shape shape{x.shape()[axis_]};
+  set_input_spec(InputSpec{.ndim = rank_, .axes = {{options_.axis, shape[0]}}});
   if (options_.scale) gamma_ = add_weight("gamma", shape, options_.gamma_initializer);
   if (options_.center) beta_ = add_weight("beta", shape, options_.beta_initializer);
   moving_mean_ = add_weight("moving_mean", shape, options_.moving_mean_initializer, /*trainable=*/false);
@@ -52,12 +53,8 @@ void BatchNormalization::update_moving_statistics(const Tensor& mean, const Tens
 }
 
 Tree BatchNormalization::call(const Tree& inputs, bool training) {
-  const Tensor& input = detail::single_input(inputs, name());
+  const Tensor& input = detail::single_input(inputs, name());  // rank rank_, C on axis_: input_spec()
   const int64_t channels = moving_mean_.shape()[0];
-  if (input.rank() != rank_ || input.shape()[axis_] != channels) {
-    throw_error<ShapeError>("{}: expected inputs of rank {} with {} channels on axis {}, got shape {}", name(), rank_,
-                            channels, options_.axis, input.shape().to_string());
-  }
   const Tensor x = input.dtype() == kFloat32 ? input : ops::cast(input, kFloat32);
   // Statistics shaped to broadcast: (1, ..., C, ..., 1).
   std::vector<int64_t> stat_shape(static_cast<size_t>(rank_), 1);

@@ -25,7 +25,8 @@ struct BatchNormalizationOptions {
   std::string name;  // empty: "batch_normalization", ...
 };
 
-// Input: any shape with a channel axis of size C. Output: the same shape:
+// Input: any shape with a channel axis of size C; once built, input_spec() holds the
+// inputs to the first call's rank and C (Keras's ndim and axes={axis: C}). Output: the same shape:
 //   y = (x - mean) / sqrt(variance + epsilon) * gamma + beta
 // where, in training (and when the layer is trainable), mean and the biased variance are
 // over every axis but `axis`, and the moving statistics are updated; in inference they

@@ -8,29 +8,18 @@ namespace chorus::layers {
 Dense::Dense(int64_t units, DenseOptions options)
     : Layer("Dense", options.name), units_(units), options_(std::move(options)) {
   if (units <= 0) throw_error<ValueError>("Dense: expected units > 0. Received: units={}", units);
-}
-
-void Dense::check_rank(const Tensor& x) const {
-  if (x.rank() < 2) {
-    throw_error<ShapeError>("{}: expected inputs of rank >= 2, got shape {}", name(), x.shape().to_string());
-  }
+  set_input_spec(InputSpec{.min_ndim = 2});
 }
 
 void Dense::build(const Tree& inputs) {
   const Tensor& x = detail::single_input(inputs, name());
-  check_rank(x);
+  set_input_spec(InputSpec{.min_ndim = 2, .axes = {{-1, x.dim(-1)}}});
   kernel_ = add_weight("kernel", Shape{x.dim(-1), units_}, options_.kernel_initializer);
   if (options_.use_bias) bias_ = add_weight("bias", Shape{units_}, options_.bias_initializer);
 }
 
 Tree Dense::call(const Tree& inputs, bool /*training*/) {
-  const Tensor& x = detail::single_input(inputs, name());
-  check_rank(x);
-  const int64_t input_dim = kernel_.shape()[0];
-  if (x.dim(-1) != input_dim) {
-    throw_error<ShapeError>("{}: expected inputs with last dimension {}, got shape {}", name(), input_dim,
-                            x.shape().to_string());
-  }
+  const Tensor& x = detail::single_input(inputs, name());  // rank >= 2, last axis D: input_spec()
   // x: (B, ..., D) @ kernel: (D, U) -> (B, ..., U)
   const Tensor input = x.dtype() == kernel_.dtype() ? x : ops::cast(x, kernel_.dtype());
   Tensor y = ops::matmul(input, kernel_.value());

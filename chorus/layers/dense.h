@@ -19,7 +19,8 @@ struct DenseOptions {
   std::string name;  // empty: "dense", "dense_1", ...
 };
 
-// Input: (batch, ..., input_dim), rank >= 2; the kernel applies to the last axis, so
+// Input: (batch, ..., input_dim), rank >= 2 (input_spec(): min_ndim=2, then axis -1 of
+// size input_dim once built); the kernel applies to the last axis, so
 // (B, T, D) -> (B, T, units). Output: (batch, ..., units). Weights: "kernel"
 // (input_dim, units), "bias" (units,). Integer and bool inputs are cast to the kernel's
 // dtype.
@@ -46,8 +47,6 @@ class Dense : public Layer {
   Tree call(const Tree& inputs, bool training) override;
 
  private:
-  void check_rank(const Tensor& x) const;
-
   int64_t units_;
   DenseOptions options_;
   Variable kernel_;

@@ -113,19 +113,16 @@ EinsumDense::EinsumDense(std::string equation, std::vector<int64_t> output_shape
                               c, out, options_.bias_axes);
     }
   }
+  set_input_spec(rank_spec());
 }
 
-void EinsumDense::check_input(const Tensor& x) const {
-  const int want = static_cast<int>(free_.size() + contracted_.size());
-  if (elided_ ? x.rank() < want + 1 : x.rank() != want) {
-    throw_error<ShapeError>("{}: expected inputs of rank {}{} for equation '{}', got shape {}", name(),
-                            elided_ ? "at least " : "", elided_ ? want + 1 : want, equation_, x.shape().to_string());
-  }
+InputSpec EinsumDense::rank_spec() const {
+  const int rank = static_cast<int>(free_.size() + contracted_.size());
+  return elided_ ? InputSpec{.min_ndim = rank + 1} : InputSpec{.ndim = rank};
 }
 
 void EinsumDense::build(const Tree& inputs) {
-  const Tensor& x = detail::single_input(inputs, name());
-  check_input(x);
+  const Tensor& x = detail::single_input(inputs, name());  // of the equation's rank: input_spec()
   const int lead = x.rank() - static_cast<int>(free_.size() + contracted_.size());  // axes "..." stands for
   // output_shape lists the output after its batch axis (non-elided) or after "...".
   auto partial_at = [&](size_t output_letter) -> int64_t {
@@ -146,6 +143,10 @@ void EinsumDense::build(const Tree& inputs) {
     contracted_dims_.push_back(x.dim(lead + static_cast<int>(free_.size() + i)));
   }
   for (size_t i = 0; i < out_.size(); ++i) out_dims_.push_back(partial_at(free_.size() + i));
+  InputSpec spec = rank_spec();  // and the contracted axes, counted from the end
+  const int contracted = static_cast<int>(contracted_dims_.size());
+  for (int i = 0; i < contracted; ++i) spec.axes[i - contracted] = contracted_dims_[static_cast<size_t>(i)];
+  set_input_spec(std::move(spec));
   std::vector<int64_t> kernel_shape = contracted_dims_;
   kernel_shape.insert(kernel_shape.end(), out_dims_.begin(), out_dims_.end());
   std::vector<int> input_axes, output_axes;
@@ -173,15 +174,9 @@ void EinsumDense::build(const Tree& inputs) {
 }
 
 Tree EinsumDense::call(const Tree& inputs, bool /*training*/) {
-  const Tensor& input = detail::single_input(inputs, name());
-  check_input(input);
+  const Tensor& input = detail::single_input(inputs, name());  // rank and contracted dims: input_spec()
   const int contracted_at = input.rank() - static_cast<int>(contracted_.size());
   std::vector<int64_t> lead(input.shape().begin(), input.shape().begin() + contracted_at);
-  const std::vector<int64_t> got(input.shape().begin() + contracted_at, input.shape().end());
-  if (got != contracted_dims_) {
-    throw_error<ShapeError>("{}: expected inputs ending in {} (letters '{}' of equation '{}'), got shape {}", name(),
-                            einsum_dims_string(contracted_dims_), contracted_, equation_, input.shape().to_string());
-  }
   const Tensor x = input.dtype() == kernel_.dtype() ? input : ops::cast(input, kernel_.dtype());
   // x: (lead..., C) @ kernel: (C, O) -> (lead..., O) -> (lead..., out...)
   const int64_t c = einsum_product(contracted_dims_), o = einsum_product(out_dims_);

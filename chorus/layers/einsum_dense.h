@@ -31,7 +31,8 @@ struct EinsumDenseOptions {
 };
 
 // Input: a tensor of the equation's input rank (with "...": at least one more, the batch
-// and any further leading axes). Output: the free dims followed by the kernel's output
+// and any further leading axes); once built, input_spec() also holds the contracted axes
+// to their first-call sizes (Keras sets ndim only, fixing "..." to one rank). Output: the free dims followed by the kernel's output
 // dims. Weights: "kernel" (the kernel spec's dims), "bias" (see bias_axes).
 //
 //   layers::EinsumDense query("abc,cde->abde", {-1, 12, 64}, {.bias_axes = "de"});
@@ -54,8 +55,8 @@ class EinsumDense : public Layer {
   std::shared_ptr<Layer> move_to_heap() && override { return std::make_shared<EinsumDense>(std::move(*this)); }
 
  protected:
-  // Throws ShapeError naming the layer for an input of the wrong rank, or whose dims
-  // disagree with output_shape on a shared letter.
+  // Throws ShapeError naming the layer for an input whose dims disagree with
+  // output_shape on a shared letter (input_spec() rejects a wrong rank first).
   void build(const Tree& inputs) override;
   Tree call(const Tree& inputs, bool training) override;
 
@@ -65,7 +66,8 @@ class EinsumDense : public Layer {
   std::string free_, contracted_, out_;
   bool elided_ = false;  // "..." leads the input and output
 
-  void check_input(const Tensor& x) const;
+  // The input's rank as the equation gives it: ndim, or with "..." a min_ndim.
+  InputSpec rank_spec() const;
 
   std::string equation_;
   std::vector<int64_t> output_shape_;

@@ -5,13 +5,12 @@
 
 namespace chorus::layers {
 
-Flatten::Flatten(FlattenOptions options) : Layer("Flatten", std::move(options.name)) {}
+Flatten::Flatten(FlattenOptions options) : Layer("Flatten", std::move(options.name)) {
+  set_input_spec(InputSpec{.min_ndim = 1});
+}
 
 Tree Flatten::call(const Tree& inputs, bool /*training*/) {
-  const Tensor& x = detail::single_input(inputs, name());
-  if (x.rank() < 1) {
-    throw_error<ShapeError>("{}: expected inputs of rank >= 1, got shape {}", name(), x.shape().to_string());
-  }
+  const Tensor& x = detail::single_input(inputs, name());  // rank >= 1: input_spec()
   // The flattened size is computed, not inferred with -1, so a 0-row batch works.
   int64_t features = 1;
   for (int i = 1; i < x.rank(); ++i) features *= x.shape()[i];

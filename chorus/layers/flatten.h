@@ -13,7 +13,7 @@ struct FlattenOptions {
   std::string name;  // empty: "flatten", "flatten_1", ...
 };
 
-// Input: (batch, d1, ..., dk), rank >= 1. Output: (batch, d1 * ... * dk), a view of the
+// Input: (batch, d1, ..., dk), rank >= 1 (input_spec(): min_ndim=1). Output: (batch, d1 * ... * dk), a view of the
 // input; (batch,) becomes (batch, 1). Works on an empty batch too.
 class Flatten : public Layer {
  public:

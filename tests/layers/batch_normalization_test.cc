@@ -189,14 +189,15 @@ TEST(BatchNormalizationTest, Errors) {
       [&] {
         bn(random_tensor(Shape{2, 4}, 1));
       },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("batch_normalization_2: expected inputs of rank 2 with 3 channels on axis -1, got shape (2, 4)")));
+      ThrowsMessage<ValueError>(HasSubstr("Input 0 of layer \"batch_normalization_2\" is incompatible with the layer: "
+                                          "expected axis -1 of input shape to have value 3, but received input with "
+                                          "shape (2, 4)")));
   EXPECT_THAT(
       [&] {
         bn(random_tensor(Shape{2, 5, 3}, 1));
       },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("expected inputs of rank 2 with 3 channels on axis -1, got shape (2, 5, 3)")));
+      ThrowsMessage<ValueError>(HasSubstr("Input 0 of layer \"batch_normalization_2\" is incompatible with the layer: "
+                                          "expected ndim=2, found ndim=3. Full shape received: (2, 5, 3)")));
 }
 
 }  // namespace

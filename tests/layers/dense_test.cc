@@ -14,6 +14,7 @@ using testing::expect_layer_conforms;
 using ::testing::HasSubstr;
 using testing::random_tensor;
 using testing::tensors_near;
+using ::testing::StrEq;
 using ::testing::ThrowsMessage;
 
 // y[r, u] = act(sum_k x[r, k] w[k, u] + b[u]) over the rows of a (rows, in) view of x.
@@ -141,12 +142,16 @@ TEST(DenseTest, Errors) {
       [&] {
         dense(random_tensor(Shape{64, 785}, 1));
       },
-      ThrowsMessage<ShapeError>(HasSubstr("dense_1: expected inputs with last dimension 784, got shape (64, 785)")));
+      ThrowsMessage<ValueError>(StrEq("Input 0 of layer \"dense_1\" is incompatible with the layer: expected axis -1 "
+                                      "of input shape to have value 784, but received input with shape (64, 785)")));
   EXPECT_THAT([&] { dense(random_tensor(Shape{784}, 1)); },
-              ThrowsMessage<ShapeError>(HasSubstr("dense_1: expected inputs of rank >= 2, got shape (784,)")));
+              ThrowsMessage<ValueError>(StrEq("Input 0 of layer \"dense_1\" is incompatible with the layer: expected "
+                                              "min_ndim=2, found ndim=1. Full shape received: (784,)")));
+  // The constructor's spec (min_ndim=2) stops a rank-1 input before build().
   Dense unbuilt(3, {.name = "d"});
   EXPECT_THAT([&] { unbuilt(random_tensor(Shape{5}, 1)); },
-              ThrowsMessage<ShapeError>(HasSubstr("d: expected inputs of rank >= 2, got shape (5,)")));
+              ThrowsMessage<ValueError>(StrEq("Input 0 of layer \"d\" is incompatible with the layer: expected "
+                                              "min_ndim=2, found ndim=1. Full shape received: (5,)")));
   EXPECT_FALSE(unbuilt.built());
   EXPECT_THAT(
       [&] {

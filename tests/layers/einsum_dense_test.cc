@@ -166,12 +166,13 @@ TEST(EinsumDenseTest, Errors) {
                   "EinsumDense: bias dimension 'x' was requested, but is not part of the output spec 'ac'")));
   EinsumDense layer("abc,cde->abde", {-1, 2, 3}, {.name = "query"});
   EXPECT_THAT([&] { layer(random_tensor(Shape{2, 8}, 1)); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "query: expected inputs of rank 3 for equation 'abc,cde->abde', got shape (2, 8)")));
+              ThrowsMessage<ValueError>(HasSubstr("Input 0 of layer \"query\" is incompatible with the layer: "
+                                                  "expected ndim=3, found ndim=2. Full shape received: (2, 8)")));
   layer.build_from(random_tensor(Shape{2, 5, 8}, 1));
   EXPECT_THAT([&] { layer(random_tensor(Shape{2, 5, 9}, 1)); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "query: expected inputs ending in (8,) (letters 'c' of equation 'abc,cde->abde'), got shape (2, 5, 9)")));
+              ThrowsMessage<ValueError>(HasSubstr("Input 0 of layer \"query\" is incompatible with the layer: "
+                                                  "expected axis -1 of input shape to have value 8, but received "
+                                                  "input with shape (2, 5, 9)")));
   EinsumDense shared("abc,cd->abd", {6, 4}, {.name = "seq"});
   EXPECT_THAT([&] { shared(random_tensor(Shape{2, 5, 3}, 1)); },
               ThrowsMessage<ShapeError>(HasSubstr(

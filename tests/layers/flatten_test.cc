@@ -39,7 +39,8 @@ TEST(FlattenTest, Config) {
 TEST(FlattenTest, Errors) {
   Flatten flatten({.name = "flat"});
   EXPECT_THAT([&] { flatten(scalar(1.0)); },
-              ThrowsMessage<ShapeError>(HasSubstr("flat: expected inputs of rank >= 1, got shape ()")));
+              ThrowsMessage<ValueError>(HasSubstr("Input 0 of layer \"flat\" is incompatible with the layer: "
+                                                  "expected min_ndim=1, found ndim=0. Full shape received: ()")));
   EXPECT_THAT([] { Flatten::from_config(nlohmann::json::parse(R"({"data_format": "channels_first"})")); },
               ThrowsMessage<ValueError>(HasSubstr(
                   "Flatten: only data_format='channels_last' is supported. Received: data_format=channels_first")));

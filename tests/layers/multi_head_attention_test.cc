@@ -314,7 +314,9 @@ TEST(MultiHeadAttentionTest, Errors) {
   EXPECT_THAT([&] { mha(q, v, {.attention_mask = zeros({1, 2, 2, 5, 6})}); },
               ThrowsMessage<ShapeError>(HasSubstr("mha: attention_mask of shape (1, 2, 2, 5, 6) does not broadcast")));
   EXPECT_THAT([&] { mha(q, random_tensor(Shape{2, 6, 9}, 5)); },
-              ThrowsMessage<ShapeError>(HasSubstr("key: expected inputs ending in (8,)")));
+              ThrowsMessage<ValueError>(HasSubstr("Input 0 of layer \"key\" is incompatible with the layer: expected "
+                                                  "axis -1 of input shape to have value 8, but received input with "
+                                                  "shape (2, 6, 9)")));
   MultiHeadAttention axes(2, 4, {.attention_axes = {2}, .name = "axes"});
   EXPECT_THAT([&] { axes(q, v); },
               ThrowsMessage<ValueError>(HasSubstr(
