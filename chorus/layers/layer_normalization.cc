@@ -38,24 +38,15 @@ void LayerNormalization::build(const Tree& inputs) {
   axes_ = resolve_axes(x.shape());
   rank_ = x.rank();
   for (int axis : axes_) weight_shape_.push_back(x.shape()[axis]);
+  InputSpec spec{.ndim = rank_};  // later inputs: this rank, these sizes on `axis`
+  for (int axis : options_.axis) spec.axes[axis] = x.dim(axis);
+  set_input_spec(std::move(spec));
   if (options_.scale) gamma_ = add_weight("gamma", weight_shape_, options_.gamma_initializer);
   if (options_.center) beta_ = add_weight("beta", weight_shape_, options_.beta_initializer);
 }
 
 Tree LayerNormalization::call(const Tree& inputs, bool /*training*/) {
-  const Tensor& input = detail::single_input(inputs, name());
-  bool matches = input.rank() == rank_;
-  for (size_t i = 0; matches && i < axes_.size(); ++i)
-    matches = input.shape()[axes_[i]] == weight_shape_[static_cast<int>(i)];
-  if (!matches) {
-    std::vector<int64_t> expected(static_cast<size_t>(rank_), -1);
-    for (size_t i = 0; i < axes_.size(); ++i) expected[axes_[i]] = weight_shape_[static_cast<int>(i)];
-    std::string want;
-    for (size_t i = 0; i < expected.size(); ++i) {
-      want += (i ? ", " : "") + (expected[i] < 0 ? std::string("None") : std::to_string(expected[i]));
-    }
-    throw_error<ShapeError>("{}: expected inputs of shape ({}), got shape {}", name(), want, input.shape().to_string());
-  }
+  const Tensor& input = detail::single_input(inputs, name());  // rank and dims on axes_: input_spec()
   const Tensor x = input.dtype() == kFloat32 ? input : ops::cast(input, kFloat32);
   // The weights, shaped to broadcast: dims on axes_, 1 elsewhere.
   std::vector<int64_t> broadcast_shape(static_cast<size_t>(rank_), 1);

@@ -21,7 +21,8 @@ struct LayerNormalizationOptions {
   std::string name;  // empty: "layer_normalization", ...
 };
 
-// Input: any shape whose rank covers `axis`. Output: the same shape:
+// Input: any shape whose rank covers `axis`; once built, input_spec() holds later inputs
+// to the first call's rank and dims on `axis` (Keras sets no spec). Output: the same shape:
 //   y = (x - mean) / sqrt(variance + epsilon) * gamma + beta,
 // with mean and the (biased) variance over `axis`. Weights: "gamma" and "beta", shaped as
 // the input's dims on `axis`. bfloat16 inputs are normalised in float32.
@@ -40,7 +41,6 @@ class LayerNormalization : public Layer {
  protected:
   // Throws IndexError naming the layer for an axis outside the input's rank.
   void build(const Tree& inputs) override;
-  // Throws ShapeError naming the layer when the input differs on the normalised axes.
   Tree call(const Tree& inputs, bool training) override;
 
  private:

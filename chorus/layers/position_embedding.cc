@@ -11,32 +11,21 @@ PositionEmbedding::PositionEmbedding(int64_t sequence_length, PositionEmbeddingO
     throw_error<ValueError>("PositionEmbedding: expected sequence_length > 0. Received: sequence_length={}",
                             sequence_length);
   }
-}
-
-const Tensor& PositionEmbedding::checked_input(const Tree& inputs) const {
-  const Tensor& x = detail::single_input(inputs, name());
-  if (x.rank() < 2) {
-    throw_error<ValueError>("{}: expected inputs of rank >= 2 (batch..., sequence, feature), got shape {}", name(),
-                            x.shape().to_string());
-  }
-  return x;
+  set_input_spec(InputSpec{.min_ndim = 2});  // (batch..., sequence, feature)
 }
 
 void PositionEmbedding::build(const Tree& inputs) {
-  const Tensor& x = checked_input(inputs);
+  const Tensor& x = detail::single_input(inputs, name());
+  set_input_spec(InputSpec{.min_ndim = 2, .axes = {{-1, x.dim(-1)}}});
   embeddings_ = add_weight("embeddings", Shape{sequence_length_, x.dim(-1)}, options_.initializer);
 }
 
 Tree PositionEmbedding::call(const Tree& inputs, bool /*training*/) {
-  const Tensor& x = checked_input(inputs);
+  const Tensor& x = detail::single_input(inputs, name());  // rank >= 2, the table's width: input_spec()
   const int64_t length = x.dim(-2), features = x.dim(-1);
   if (length > sequence_length_) {
     throw_error<ValueError>("{}: the input's sequence length {} (axis -2 of {}) exceeds sequence_length {}", name(),
                             length, x.shape().to_string(), sequence_length_);
-  }
-  if (features != embeddings_.shape()[1]) {
-    throw_error<ShapeError>("{}: expected inputs with last dim {} (the table's width), got shape {}", name(),
-                            embeddings_.shape()[1], x.shape().to_string());
   }
   // table: (sequence_length, F) -> rows (T, F) -> (batch..., T, F)
   return ops::broadcast_to(ops::slice(embeddings_.value(), {0, 0}, {length, features}), x.shape());

@@ -37,16 +37,13 @@ class PositionEmbedding : public Layer {
   std::shared_ptr<Layer> move_to_heap() && override { return std::make_shared<PositionEmbedding>(std::move(*this)); }
 
  protected:
-  // Throws ValueError for inputs of rank < 2, naming the layer and the shape.
+  // input_spec(): min_ndim=2, then the feature axis (-1) the table was built for.
   void build(const Tree& inputs) override;
   // Throws ValueError when T > sequence_length, naming both ("position_embedding: the
-  // input's sequence length 12 (axis -2 of (2, 12, 8)) exceeds sequence_length 10"), and
-  // ShapeError when the feature axis differs from the one the table was built for.
+  // input's sequence length 12 (axis -2 of (2, 12, 8)) exceeds sequence_length 10").
   Tree call(const Tree& inputs, bool training) override;
 
  private:
-  const Tensor& checked_input(const Tree& inputs) const;
-
   int64_t sequence_length_;
   PositionEmbeddingOptions options_;
   Variable embeddings_;

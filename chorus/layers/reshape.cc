@@ -30,13 +30,11 @@ Reshape::Reshape(std::vector<int64_t> target_shape, ReshapeOptions options)
     throw_error<ValueError>("Reshape: expected target_shape of at most {} dimensions. Received: target_shape={}",
                             kMaxRank - 1, tuple_string(target_shape_));
   }
+  set_input_spec(InputSpec{.min_ndim = 1});  // a batch axis
 }
 
 Tree Reshape::call(const Tree& inputs, bool /*training*/) {
-  const Tensor& x = detail::single_input(inputs, name());
-  if (x.rank() < 1) {
-    throw_error<ShapeError>("{}: expected inputs with a batch axis, got shape {}", name(), x.shape().to_string());
-  }
+  const Tensor& x = detail::single_input(inputs, name());  // rank >= 1: input_spec()
   int64_t per_example = 1;
   for (int i = 1; i < x.rank(); ++i) per_example *= x.shape()[i];
   int64_t known = 1;

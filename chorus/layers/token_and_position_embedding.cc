@@ -33,14 +33,11 @@ TokenAndPositionEmbedding::TokenAndPositionEmbedding(int64_t vocabulary_size, in
   position_embedding_ = add<PositionEmbedding>(
       sequence_length_,
       PositionEmbeddingOptions{.initializer = options_.embeddings_initializer, .name = name() + "/position_embedding"});
+  set_input_spec(InputSpec{.min_ndim = 1});  // (batch..., sequence)
 }
 
 void TokenAndPositionEmbedding::build(const Tree& inputs) {
-  const Tensor& ids = detail::single_input(inputs, name());
-  if (ids.rank() < 1) {
-    throw_error<ValueError>("{}: expected token ids of rank >= 1 (batch..., sequence), got shape {}", name(),
-                            ids.shape().to_string());
-  }
+  const Tensor& ids = detail::single_input(inputs, name());  // rank >= 1: input_spec()
   token_embedding_->build_from(inputs);
   // The position table reads the token embeddings' shape: ids' shape + (embedding_dim,).
   std::vector<int64_t> dims = ids.shape().to_vector();

@@ -54,7 +54,7 @@ class TokenAndPositionEmbedding : public Layer {
   }
 
  protected:
-  // Builds both tables; throws ValueError for rank-0 ids.
+  // Builds both tables (input_spec(): min_ndim=1, ids with a batch axis).
   void build(const Tree& inputs) override;
   Tree call(const Tree& inputs, bool training) override;
 

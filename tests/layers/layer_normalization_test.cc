@@ -149,14 +149,15 @@ TEST(LayerNormalizationTest, Errors) {
       [&] {
         norm(random_tensor(Shape{4, 9}, 1));
       },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("layer_normalization_1: expected inputs of shape (None, 8), got shape (4, 9)")));
+      ThrowsMessage<ValueError>(HasSubstr("Input 0 of layer \"layer_normalization_1\" is incompatible with the layer: "
+                                          "expected axis -1 of input shape to have value 8, but received input with "
+                                          "shape (4, 9)")));
   EXPECT_THAT(
       [&] {
         norm(random_tensor(Shape{2, 4, 8}, 1));
       },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("layer_normalization_1: expected inputs of shape (None, 8), got shape (2, 4, 8)")));
+      ThrowsMessage<ValueError>(HasSubstr("Input 0 of layer \"layer_normalization_1\" is incompatible with the layer: "
+                                          "expected ndim=2, found ndim=3. Full shape received: (2, 4, 8)")));
 }
 
 }  // namespace

@@ -85,12 +85,13 @@ TEST(PositionEmbeddingTest, Errors) {
               ThrowsMessage<ValueError>(HasSubstr(
                   "positions: the input's sequence length 6 (axis -2 of (2, 6, 2)) exceeds sequence_length 5")));
   EXPECT_THAT([&] { layer(zeros(Shape{2, 3, 4})); },
-              ThrowsMessage<ShapeError>(
-                  HasSubstr("positions: expected inputs with last dim 2 (the table's width), got shape (2, 3, 4)")));
+              ThrowsMessage<ValueError>(HasSubstr("Input 0 of layer \"positions\" is incompatible with the layer: "
+                                                  "expected axis -1 of input shape to have value 2, but received "
+                                                  "input with shape (2, 3, 4)")));
   PositionEmbedding unbuilt(4, {.name = "pos"});
   EXPECT_THAT([&] { unbuilt(zeros(Shape{4})); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "pos: expected inputs of rank >= 2 (batch..., sequence, feature), got shape (4,)")));
+              ThrowsMessage<ValueError>(HasSubstr("Input 0 of layer \"pos\" is incompatible with the layer: "
+                                                  "expected min_ndim=2, found ndim=1. Full shape received: (4,)")));
   EXPECT_FALSE(unbuilt.built());
   EXPECT_THAT([&] { layer(Tree::list({zeros(Shape{1, 2, 2})})); },
               ThrowsMessage<ValueError>(HasSubstr("positions: expected a single tensor as input")));

@@ -73,7 +73,8 @@ TEST(ReshapeTest, Errors) {
       ThrowsMessage<ShapeError>(
           HasSubstr("reshape_2: cannot reshape inputs of shape (4, 12) (12 elements per example) into (None, -1, 5)")));
   EXPECT_THAT([&] { inferred(scalar(1.0)); },
-              ThrowsMessage<ShapeError>(HasSubstr("reshape_2: expected inputs with a batch axis, got shape ()")));
+              ThrowsMessage<ValueError>(HasSubstr("Input 0 of layer \"reshape_2\" is incompatible with the layer: "
+                                                  "expected min_ndim=1, found ndim=0. Full shape received: ()")));
 }
 
 }  // namespace

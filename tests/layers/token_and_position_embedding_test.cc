@@ -128,8 +128,8 @@ TEST(TokenAndPositionEmbeddingTest, Errors) {
                                                   "(1, 4, 2)) exceeds sequence_length 3")));
   TokenAndPositionEmbedding unbuilt(4, 4, 2, {.name = "e"});
   EXPECT_THAT([&] { unbuilt(scalar(1.0, kInt32)); },
-              ThrowsMessage<ValueError>(
-                  HasSubstr("e: expected token ids of rank >= 1 (batch..., sequence), got shape ()")));
+              ThrowsMessage<ValueError>(HasSubstr("Input 0 of layer \"e\" is incompatible with the layer: expected "
+                                                  "min_ndim=1, found ndim=0. Full shape received: ()")));
   EXPECT_THAT([] { TokenAndPositionEmbedding::from_config({{"vocabulary_size", 3}, {"sequence_length", 2},
                                                            {"embedding_dim", 2}, {"mask_zero", true}}); },
               ThrowsMessage<ValueError>(HasSubstr("mask_zero=true is not supported")));
