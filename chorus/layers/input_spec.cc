@@ -49,8 +49,8 @@ void check_spec_shape(const InputSpec& spec, const Tensor& x, size_t index, std:
     if (!spec_dim_matches(x, i, want[static_cast<size_t>(i)])) {
       const std::span<const int64_t> found = x.shape().dims().first(static_cast<size_t>(input_rank));
       throw_incompatible(index, layer_name,
-                   fmt::format("expected shape={}, found shape={}", spec_dims_string(want, false),
-                               spec_dims_string(found, is_symbolic(x))));
+                         fmt::format("expected shape={}, found shape={}", spec_dims_string(want, false),
+                                     spec_dims_string(found, is_symbolic(x))));
     }
   }
 }
@@ -61,31 +61,33 @@ void check_input_spec(const InputSpec& spec, const Tensor& x, size_t index, std:
       spec.ndim ? spec.ndim : spec.shape ? std::optional<int>(static_cast<int>(spec.shape->size())) : std::nullopt;
   if (want_ndim && !spec.allow_last_axis_squeeze && ndim != *want_ndim) [[unlikely]] {
     throw_incompatible(index, layer_name,
-                 fmt::format("expected ndim={}, found ndim={}. Full shape received: {}", *want_ndim, ndim,
-                             input_shape_string(x)));
+                       fmt::format("expected ndim={}, found ndim={}. Full shape received: {}", *want_ndim, ndim,
+                                   input_shape_string(x)));
   }
   if (spec.max_ndim && ndim > *spec.max_ndim) [[unlikely]] {
     throw_incompatible(index, layer_name, fmt::format("expected max_ndim={}, found ndim={}", *spec.max_ndim, ndim));
   }
   if (spec.min_ndim && ndim < *spec.min_ndim) [[unlikely]] {
     throw_incompatible(index, layer_name,
-                 fmt::format("expected min_ndim={}, found ndim={}. Full shape received: {}", *spec.min_ndim, ndim,
-                             input_shape_string(x)));
+                       fmt::format("expected min_ndim={}, found ndim={}. Full shape received: {}", *spec.min_ndim,
+                                   ndim, input_shape_string(x)));
   }
   if (spec.dtype && x.dtype() != *spec.dtype) [[unlikely]] {
     throw_incompatible(index, layer_name,
-                 fmt::format("expected dtype={}, found dtype={}", dtype_name(*spec.dtype), dtype_name(x.dtype())));
+                       fmt::format("expected dtype={}, found dtype={}", dtype_name(*spec.dtype),
+                                   dtype_name(x.dtype())));
   }
   for (const auto& [axis, value] : spec.axes) {
     if (axis < -ndim || axis >= ndim) [[unlikely]] {
       throw_incompatible(index, layer_name,
-                   fmt::format("axis {} is out of bounds for an input with ndim={}. Full shape received: {}", axis,
-                               ndim, input_shape_string(x)));
+                         fmt::format("axis {} is out of bounds for an input with ndim={}. Full shape received: {}",
+                                     axis, ndim, input_shape_string(x)));
     }
     if (!spec_dim_matches(x, axis < 0 ? axis + ndim : axis, value)) [[unlikely]] {
       throw_incompatible(index, layer_name,
-                   fmt::format("expected axis {} of input shape to have value {}, but received input with shape {}",
-                               axis, value, input_shape_string(x)));
+                         fmt::format("expected axis {} of input shape to have value {}, but received input with "
+                                     "shape {}",
+                                     axis, value, input_shape_string(x)));
     }
   }
   if (spec.shape) check_spec_shape(spec, x, index, layer_name);
