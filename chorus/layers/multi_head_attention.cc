@@ -83,6 +83,31 @@ struct AttentionFold {
     for (size_t j = 0; j < perm.size(); ++j) inverse[perm[j]] = static_cast<int>(j);
     return ops::transpose(ops::reshape(o, dims), inverse);
   }
+
+  // Keras's attention_mask as the fused op takes it, for the scores `scores_shape` of
+  // folded q and k: the mask gains axes just before the attended ones (the heads' axis
+  // first) until it has the scores' rank, then broadcasts; nonzero attends.
+  Tensor fold_mask(const Tensor& attention_mask, const std::vector<int64_t>& scores_shape, const Tensor& q,
+                   const Tensor& k, const std::string& layer) const {
+    Tensor mask = off_graph_attention_input(attention_mask);
+    const int expand_at = -2 * static_cast<int>(attended.size()) - 1;
+    const int rank = static_cast<int>(scores_shape.size());
+    bool ok = mask.rank() <= rank;
+    while (ok && mask.rank() < rank) mask = ops::expand_dims(mask, expand_at);
+    for (int i = 0; ok && i < rank; ++i) ok = mask.dim(i) == 1 || mask.dim(i) == scores_shape[i];
+    if (!ok) {
+      throw_error<ShapeError>(
+          "{}: attention_mask of shape {} does not broadcast to the attention scores {} (the heads' axis inserted "
+          "before the query's)",
+          layer, attention_mask.shape().to_string(), attention_dims_string(scores_shape));
+    }
+    mask = ops::cast(mask, kBool);
+    if (identity()) return mask;
+    std::vector<int64_t> full = scores_shape;
+    const size_t heads_at = batch_axes.size();
+    full[heads_at] = mask.dim(static_cast<int>(heads_at));
+    return ops::reshape(ops::broadcast_to(mask, Shape(full)), {q.dim(0), full[heads_at], q.dim(1), k.dim(1)});
+  }
 };
 
 }  // namespace
@@ -250,30 +275,7 @@ Tree MultiHeadAttention::attend(const Inputs& in, bool training, bool return_sco
   const Tensor projected_query = (*query_)(query);  // (B, <query axes>, N, Dk)
   const Tensor q = fold.fold(projected_query), k = fold.fold((*key_)(key)), v = fold.fold((*value_)(value));
   ops::AttentionOptions options;
-  if (in.attention_mask.defined()) {
-    // Keras: the mask gains axes just before the attended ones (the heads' axis first)
-    // until it has the scores' rank, then broadcasts; nonzero attends.
-    Tensor mask = off_graph_attention_input(in.attention_mask);
-    const int expand_at = -2 * static_cast<int>(attended.size()) - 1;
-    const int rank = static_cast<int>(scores_shape.size());
-    bool ok = mask.rank() <= rank;
-    while (ok && mask.rank() < rank) mask = ops::expand_dims(mask, expand_at);
-    for (int i = 0; ok && i < rank; ++i) ok = mask.dim(i) == 1 || mask.dim(i) == scores_shape[i];
-    if (!ok) {
-      throw_error<ShapeError>(
-          "{}: attention_mask of shape {} does not broadcast to the attention scores {} (the heads' axis inserted "
-          "before the query's)",
-          name(), in.attention_mask.shape().to_string(), attention_dims_string(scores_shape));
-    }
-    mask = ops::cast(mask, kBool);
-    if (!fold.identity()) {
-      std::vector<int64_t> full = scores_shape;
-      const size_t heads_at = fold.batch_axes.size();
-      full[heads_at] = mask.dim(static_cast<int>(heads_at));
-      mask = ops::reshape(ops::broadcast_to(mask, Shape(full)), {q.dim(0), full[heads_at], q.dim(1), k.dim(1)});
-    }
-    options.mask = mask;
-  }
+  if (in.attention_mask.defined()) options.mask = fold.fold_mask(in.attention_mask, scores_shape, q, k, name());
   if (training && options_.dropout > 0) {
     options.dropout_mask = dropout_->draw_mask(Shape{q.dim(0), num_heads_, q.dim(1), k.dim(1)});
   }
