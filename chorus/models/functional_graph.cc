@@ -90,7 +90,7 @@ Tree FunctionalGraph::run(const Tree& inputs, bool training) const {
     bool shape_ok = x.rank() == spec.rank();
     for (int d = 1; shape_ok && d < spec.rank(); ++d) shape_ok = x.shape()[d] == spec.shape()[d];
     if (!shape_ok || x.dtype() != spec.dtype()) {
-      throw_error<ShapeError>(
+      throw_error<ValueError>(
           "Input {} of layer \"{}\" is incompatible with the layer: expected shape={} {}, found shape={} {}", i,
           model_name_, batch_shape_string(spec.shape()), dtype_name(spec.dtype()), x.shape().to_string(),
           dtype_name(x.dtype()));

@@ -25,7 +25,8 @@ class FunctionalGraph {
   FunctionalGraph(const Tree& inputs, const Tree& outputs, const std::string& model_name);
 
   // Runs the graph on real inputs with the structure of the symbolic ones. Throws
-  // ShapeError naming the model and input when a shape or dtype differs.
+  // ValueError naming the model and input when a shape or dtype differs (Keras's
+  // input-compatibility message, as layers' InputSpec checks give).
   Tree run(const Tree& inputs, bool training) const;
 
   // Every distinct layer in run order, InputLayers first.

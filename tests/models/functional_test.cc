@@ -84,7 +84,7 @@ TEST_F(FunctionalTest, SharedLayerReusesItsWeights) {
 TEST_F(FunctionalTest, WrongInputShapeNamesModelAndShapes) {
   auto model = testing::small_mlp(784, 8, 10);
   EXPECT_THAT([&] { (*model)(testing::random_tensor({64, 785}, 1)); },
-              ThrowsMessage<ShapeError>(HasSubstr(
+              ThrowsMessage<ValueError>(HasSubstr(
                   "Input 0 of layer \"functional\" is incompatible with the layer: expected shape=(None, 784) float32, "
                   "found shape=(64, 785) float32")));
 }
