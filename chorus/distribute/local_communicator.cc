@@ -133,17 +133,16 @@ struct Args {
   Kind kind = Kind::kBarrier;
   Buffer input, output;
   int64_t count = 0;  // the per-rank element count all ranks must agree on
-  ElementType type = ElementType::kFloat32;
   int root = -1;      // broadcast only
   ReduceOp op = ReduceOp::kSum;
 
   bool matches(const Args& other) const {
-    return kind == other.kind && count == other.count && (kind == Kind::kBarrier || type == other.type) &&
+    return kind == other.kind && count == other.count && input.type == other.input.type &&
            root == other.root && (!is_reduction(kind) || op == other.op);
   }
   // "all_reduce(1024 float32 elements, sum)", "broadcast(10 bytes, root 1)", "barrier()".
   std::string to_string() const {
-    const std::string elements = describe_elements(count, type);
+    const std::string elements = describe_elements(count, input.type);
     switch (kind) {
       case Kind::kAllReduce:
       case Kind::kReduceScatter: return fmt::format("{}({}, {})", kind_name(kind), elements, op_name(op));
@@ -345,7 +344,7 @@ std::string Group::await(int rank, Slot& slot, Phase phase, Clock::time_point de
 void Group::run_share(int rank, const Slot& slot) const {
   const Args& mine = slot.args[rank];
   const int64_t count = mine.count;
-  const size_t element = element_size(mine.type);
+  const size_t element = element_size(mine.input.type);
   int64_t in_offset = 0, out_offset = 0, len = count;  // the elements this share touches
   switch (mine.kind) {
     case Kind::kAllReduce:
@@ -368,9 +367,9 @@ void Group::run_share(int rank, const Slot& slot) const {
   }
   const size_t bytes = static_cast<size_t>(len) * element;
   switch (mine.kind) {
-    case Kind::kAllReduce: reduce_block(in, out, len, mine.type, mine.op); break;
+    case Kind::kAllReduce: reduce_block(in, out, len, mine.input.type, mine.op); break;
     case Kind::kReduceScatter:
-      reduce_block(in, std::span<std::byte* const>(&out[rank], 1), len, mine.type, mine.op);
+      reduce_block(in, std::span<std::byte* const>(&out[rank], 1), len, mine.input.type, mine.op);
       break;
     case Kind::kBroadcast:
       for (int r = 0; r < size_; ++r) {
@@ -425,9 +424,7 @@ class LocalCommunicator final : public Communicator {
     check_buffer("all_reduce", "tensor", buffer);
     check_reduction("all_reduce", buffer, op);
     const int64_t n = buffer.count;
-    const ElementType type = buffer.type;
-    return start({.kind = Kind::kAllReduce, .input = buffer, .output = std::move(buffer), .count = n, .type = type,
-                  .op = op});
+    return start({.kind = Kind::kAllReduce, .input = buffer, .output = std::move(buffer), .count = n, .op = op});
   }
 
   std::unique_ptr<Work> broadcast_async(Buffer buffer, int root) override {
@@ -436,9 +433,7 @@ class LocalCommunicator final : public Communicator {
       throw_error<ValueError>("broadcast: expected root in [0, {}), got {}", size(), root);
     }
     const int64_t n = buffer.count;
-    const ElementType type = buffer.type;
-    return start({.kind = Kind::kBroadcast, .input = buffer, .output = std::move(buffer), .count = n, .type = type,
-                  .root = root});
+    return start({.kind = Kind::kBroadcast, .input = buffer, .output = std::move(buffer), .count = n, .root = root});
   }
 
   std::unique_ptr<Work> all_gather_async(Buffer input, Buffer output) override {
@@ -446,9 +441,7 @@ class LocalCommunicator final : public Communicator {
     check_buffer("all_gather", "output", output);
     check_blocks("all_gather", "output", output, "input", input, size());
     const int64_t n = input.count;
-    const ElementType type = input.type;
-    return start({.kind = Kind::kAllGather, .input = std::move(input), .output = std::move(output), .count = n,
-                  .type = type});
+    return start({.kind = Kind::kAllGather, .input = std::move(input), .output = std::move(output), .count = n});
   }
 
   std::unique_ptr<Work> reduce_scatter_async(Buffer input, Buffer output, ReduceOp op) override {
@@ -457,9 +450,8 @@ class LocalCommunicator final : public Communicator {
     check_blocks("reduce_scatter", "input", input, "output", output, size());
     check_reduction("reduce_scatter", input, op);
     const int64_t n = output.count;
-    const ElementType type = output.type;
     return start({.kind = Kind::kReduceScatter, .input = std::move(input), .output = std::move(output), .count = n,
-                  .type = type, .op = op});
+                  .op = op});
   }
 
   std::unique_ptr<Work> barrier_async() override { return start({.kind = Kind::kBarrier}); }
