@@ -1,4 +1,4 @@
-// Model::fit_state and resume_fit: what a fit carries from one step to the next, taken
+// Trainer::fit_state and resume_fit: what a fit carries from one step to the next, taken
 // from a callback and given back to a later fit (BackupAndRestore).
 #include <algorithm>
 #include <unordered_set>
@@ -7,7 +7,7 @@
 #include "chorus/layers/dropout.h"
 #include "chorus/models/callback_list.h"
 #include "chorus/models/distributed_steps.h"
-#include "chorus/models/model.h"
+#include "chorus/models/trainer.h"
 
 namespace chorus::models {
 namespace {
@@ -30,24 +30,25 @@ std::vector<layers::Dropout*> dropouts_of(const Model& model) {
 
 }  // namespace
 
-FitState Model::fit_state() const {
-  if (fit_progress_ == nullptr) throw_error<ValueError>("{}: fit_state() is for callbacks while fit runs", name());
-  const FitProgress& progress = *fit_progress_;
+FitState Trainer::fit_state() const {
+  const std::string& name = model_.name();
+  if (progress_ == nullptr) throw_error<ValueError>("{}: fit_state() is for callbacks while fit runs", name);
+  const FitProgress& progress = *progress_;
   if (progress.validating) {
-    throw_error<ValueError>("{}: fit_state() during validation: take it from a training hook", name());
+    throw_error<ValueError>("{}: fit_state() during validation: take it from a training hook", name);
   }
-  if (steps_ != nullptr && steps_->worker_states_pending()) {
+  if (model_.steps_ != nullptr && model_.steps_->worker_states_pending()) {
     throw_error<ValueError>(
         "{}: fit_state() mid-epoch in a multi-worker fit needs the workers' metrics merged after every step: the "
         "callback calling it must implement the training batch hooks",
-        name());
+        name);
   }
   FitState state;
   state.total_steps = progress.total_steps;
   state.epoch = progress.epoch_ended ? progress.epoch + 1 : progress.epoch;
   if (!progress.epoch_ended) {
     state.step = progress.step;
-    for (const metrics::Metric* m : metrics()) {
+    for (const metrics::Metric* m : model_.metrics()) {
       state.metric_states.insert(state.metric_states.end(), m->state().begin(), m->state().end());
     }
   }
@@ -55,39 +56,42 @@ FitState Model::fit_state() const {
     state.pass = iterator->epoch();
     state.position = iterator->position();
   }
-  if (!optimizer().learning_rate_spec().is_schedule()) state.learning_rate = optimizer().learning_rate();
-  for (const layers::Dropout* d : dropouts_of(*this)) state.dropout_calls.emplace_back(d->path(), d->call_count());
+  const optimizers::Optimizer& optimizer = model_.optimizer();
+  if (!optimizer.learning_rate_spec().is_schedule()) state.learning_rate = optimizer.learning_rate();
+  for (const layers::Dropout* d : dropouts_of(model_)) state.dropout_calls.emplace_back(d->path(), d->call_count());
   state.callbacks = progress.callbacks->get_states();
   return state;
 }
 
-void Model::resume_fit(FitState state) {
-  if (fit_progress_ == nullptr || !fit_progress_->in_train_begin) {
-    throw_error<ValueError>("{}: resume_fit() is for a callback's on_train_begin", name());
+void Trainer::resume_fit(FitState state) {
+  if (progress_ == nullptr || !progress_->in_train_begin) {
+    throw_error<ValueError>("{}: resume_fit() is for a callback's on_train_begin", model_.name());
   }
   resume_ = std::move(state);
 }
 
-std::optional<FitState> Model::apply_resume(FitProgress& progress, const WorkerInput& input) {
+std::optional<FitState> Trainer::apply_resume(FitProgress& progress, const WorkerInput& input) {
   std::optional<FitState> state = std::exchange(resume_, std::nullopt);
   if (!state) return std::nullopt;
+  const std::string& name = model_.name();
   if (input.file_sharded()) {
     throw_error<ValueError>(
         "{}: resuming a fit whose workers read their own files (FILE sharding) is not supported yet; shard by data "
         "(data::AutoShardPolicy::kData) to resume",
-        name());
+        name);
   }
   if (state->step > 0 && !state->pass) {
-    throw_error<ValueError>("{}: the saved fit state is mid-epoch (step {}) but has no data position", name(), state->step);
+    throw_error<ValueError>("{}: the saved fit state is mid-epoch (step {}) but has no data position", name, state->step);
   }
-  std::vector<layers::Dropout*> dropouts = dropouts_of(*this);
+  std::vector<layers::Dropout*> dropouts = dropouts_of(model_);
   if (dropouts.size() != state->dropout_calls.size()) {
     throw_error<ValueError>("{}: the saved fit state has the random streams of {} Dropout layers, but the model has {}",
-                            name(), state->dropout_calls.size(), dropouts.size());
+                            name, state->dropout_calls.size(), dropouts.size());
   }
   for (size_t i = 0; i < dropouts.size(); ++i) dropouts[i]->set_call_count(state->dropout_calls[i].second);
-  if (state->learning_rate && !optimizer().learning_rate_spec().is_schedule()) {
-    optimizer().set_learning_rate(*state->learning_rate);
+  optimizers::Optimizer& optimizer = model_.optimizer();
+  if (state->learning_rate && !optimizer.learning_rate_spec().is_schedule()) {
+    optimizer.set_learning_rate(*state->learning_rate);
   }
   progress.callbacks->set_states(state->callbacks);
   progress.epoch = state->epoch;
@@ -99,12 +103,12 @@ std::optional<FitState> Model::apply_resume(FitProgress& progress, const WorkerI
   return state;
 }
 
-void Model::set_metric_states(const std::vector<double>& states) {
-  const std::vector<metrics::Metric*> all = metrics();
+void Trainer::set_metric_states(const std::vector<double>& states) {
+  const std::vector<metrics::Metric*> all = model_.metrics();
   size_t size = 0;
   for (const metrics::Metric* m : all) size += m->state().size();
   if (states.size() != size) {
-    throw_error<ValueError>("{}: the saved metric states hold {} values, but this model's {} metrics hold {}", name(),
+    throw_error<ValueError>("{}: the saved metric states hold {} values, but this model's {} metrics hold {}", model_.name(),
                             states.size(), all.size(), size);
   }
   size_t at = 0;

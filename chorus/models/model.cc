@@ -9,6 +9,7 @@
 #include "chorus/metrics/mean.h"
 #include "chorus/models/distributed_steps.h"
 #include "chorus/models/functional_graph.h"
+#include "chorus/models/trainer.h"
 
 namespace chorus::models {
 
@@ -63,6 +64,34 @@ void Model::compile(CompileOptions options) {
 optimizers::Optimizer& Model::optimizer() const {
   if (!optimizer_) throw_error<ValueError>("{}: the model has no optimizer; call compile() first", name());
   return *optimizer_;
+}
+
+// The loop is Trainer's; these are Keras's names for it.
+History Model::fit(const data::Dataset& data, FitOptions options) {
+  return Trainer(*this).fit(data, std::move(options));
+}
+History Model::fit(const Tree& x, const Tree& y, FitOptions options) {
+  return Trainer(*this).fit(x, y, std::move(options));
+}
+Logs Model::evaluate(const data::Dataset& data, EvaluateOptions options) {
+  return Trainer(*this).evaluate(data, options);
+}
+Logs Model::evaluate(const Tree& x, const Tree& y, EvaluateOptions options) {
+  return Trainer(*this).evaluate(x, y, options);
+}
+Tree Model::predict(const data::Dataset& data, PredictOptions options) {
+  return Trainer(*this).predict(data, options);
+}
+Tree Model::predict(const Tree& x, PredictOptions options) { return Trainer(*this).predict(x, options); }
+
+FitState Model::fit_state() const {
+  if (trainer_ == nullptr) throw_error<ValueError>("{}: fit_state() is for callbacks while fit runs", name());
+  return trainer_->fit_state();
+}
+
+void Model::resume_fit(FitState state) {
+  if (trainer_ == nullptr) throw_error<ValueError>("{}: resume_fit() is for a callback's on_train_begin", name());
+  trainer_->resume_fit(std::move(state));
 }
 
 std::vector<metrics::Metric*> Model::metrics() const {

@@ -1,8 +1,8 @@
 // Model: a Layer that trains (Keras's Model). Three ways to make one: subclass it and
 // override call() (and optionally compute_loss, train_step, test_step, predict_step);
 // the functional API, Model(inputs, outputs) over symbolic tensors from layers::Input;
-// or Sequential. compile() then fit/evaluate/predict run the training loop on the
-// calling thread. A model is used by one thread at a time.
+// or Sequential. compile() then fit/evaluate/predict run the training loop (Trainer) on
+// the calling thread. A model is used by one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -36,9 +36,9 @@ namespace chorus::models {
 
 using autograd::Variable;
 
-class CallbackList;
 class DistributedSteps;
 class FunctionalGraph;
+class Trainer;
 
 struct CompileOptions {
   Shared<optimizers::Optimizer> optimizer = "rmsprop";  // Keras's default
@@ -200,26 +200,6 @@ class Model : public layers::Layer {
   void build(const Tree& inputs) override;
 
  private:
-  // While fit runs: its loop's counters and iterator.
-  struct FitProgress {
-    int epoch = 0;
-    int64_t step = 0;  // the steps of `epoch` done
-    int64_t total_steps = 0;
-    bool in_train_begin = true;  // resume_fit() is allowed only then
-    bool epoch_ended = false;    // inside on_epoch_end: fit_state() is the next epoch's start
-    bool validating = false;     // the metrics are the validation's: no fit_state()
-    std::optional<WorkerInput::Pass>* iterator = nullptr;
-    CallbackList* callbacks = nullptr;
-  };
-
-  Logs run_evaluation(const data::Dataset& data, int64_t steps, CallbackList& callbacks);
-  // Runs the training steps of one epoch, from progress.step (fit's inner loop).
-  void run_epoch_steps(FitProgress& progress, int64_t steps, bool batch_logs);
-  // Continues from resume_ (if set) after on_train_begin: sets the progress, the
-  // iterator and everything fit_state() saved but the metrics (restored at the epoch's
-  // start). Returns the state, or nullopt when not resuming.
-  std::optional<FitState> apply_resume(FitProgress& progress, const WorkerInput& input);
-  void set_metric_states(const std::vector<double>& states);
   // save()'s files from the whole values (whole_values.h) of the weights and optimizer state.
   void save_files(const std::filesystem::path& path, const io::NamedTensors& weights_tensors,
                   const io::NamedTensors& optimizer_tensors) const;
@@ -230,6 +210,7 @@ class Model : public layers::Layer {
   // since they refer to the model they were made for).
   DistributedSteps& distributed_steps();
   friend class DistributedSteps;  // builds the model on its first row
+  friend class Trainer;           // runs the steps; is the fit that fit_state() asks
 
   std::unique_ptr<FunctionalGraph> graph_;
   CompileOptions compile_options_;
@@ -239,10 +220,8 @@ class Model : public layers::Layer {
   std::vector<std::shared_ptr<metrics::Metric>> compiled_metrics_;
   std::shared_ptr<distribution::Distribution> distribution_;
   std::unique_ptr<DistributedSteps> steps_;
-  // While fit runs: its progress (fit_state() reads it), and the state resume_fit()
-  // asked to continue from.
-  FitProgress* fit_progress_ = nullptr;
-  std::optional<FitState> resume_;
+  // While fit runs: its trainer, which fit_state() and resume_fit() ask.
+  Trainer* trainer_ = nullptr;
 };
 
 struct LoadModelOptions {

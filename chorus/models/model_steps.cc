@@ -1,0 +1,133 @@
+// Model's default steps (Keras's train_step, test_step and predict_step) and what they
+// call: forward_step, compute_loss and update_metrics. The loop that runs them is Trainer.
+#include <algorithm>
+
+#include "chorus/autograd/tape.h"
+#include "chorus/core/error.h"
+#include "chorus/core/sharding.h"
+#include "chorus/distribute/replica_context.h"
+#include "chorus/models/model.h"
+#include "chorus/ops/ops.h"
+#include "chorus/ops/sharded_ops.h"
+
+namespace chorus::models {
+namespace {
+
+// A model's outputs as whole tensors: under model parallelism the last layers may leave
+// them sharded, and losses, metrics and predict read them whole.
+Tree whole_outputs(Tree outputs) {
+  if (MeshContext::current() == nullptr) return outputs;
+  return outputs.map([](const Tensor& t) { return ops::sharded::replicate(t); });
+}
+
+struct Unpacked {
+  Tree x, y;
+  Tensor sample_weight;
+};
+
+// Keras's unpack_x_y_sample_weight: a list of 2 or 3 is (x, y[, sample_weight]);
+// anything else is x alone.
+Unpacked unpack(const Tree& batch) {
+  if (batch.is_list() && (batch.size() == 2 || batch.size() == 3)) {
+    Unpacked u{batch[0], batch[1], {}};
+    if (batch.size() == 3) u.sample_weight = batch[2].tensor();
+    return u;
+  }
+  if (batch.is_list() && batch.size() == 1) return {batch[0], {}, {}};
+  return {batch, {}, {}};
+}
+
+}  // namespace
+
+Tensor Model::compute_loss(const Tree& /*x*/, const Tree& y, const Tree& y_pred, const Tensor& sample_weight) {
+  if (!loss_) {
+    throw_error<ValueError>("{}: no loss to compute: pass one to compile() or override compute_loss()", name());
+  }
+  if (y.empty()) throw_error<ValueError>("{}: the data has no targets (y) for the loss {}", name(), loss_->name());
+  std::vector<Tensor> targets = y.flatten(), predictions = y_pred.flatten();
+  if (targets.size() != predictions.size()) {
+    throw_error<ValueError>("{}: the targets {} do not match the model's outputs {}", name(), y.to_string(),
+                            y_pred.to_string());
+  }
+  Tensor total;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Tensor loss = (*loss_)(targets[i], predictions[i], sample_weight);
+    total = total.defined() ? ops::add(total, loss) : loss;
+  }
+  return total;
+}
+
+void Model::update_metrics(const Tensor& loss, const Tree& y, const Tree& y_pred, const Tensor& sample_weight,
+                           int64_t rows) {
+  const std::vector<metrics::Metric*> all = metrics();  // this replica's copies inside a replica
+  int64_t batch = rows >= 0 ? rows : y_pred.flatten().empty() ? 0 : y_pred.flatten()[0].dim(0);
+  static_cast<metrics::Mean*>(all[0])->update_state(static_cast<double>(loss.item<float>()), static_cast<double>(batch));
+  if (all.size() == 1) return;
+  std::vector<Tensor> targets = y.flatten(), predictions = y_pred.flatten();
+  for (size_t i = 0; i < targets.size() && i < predictions.size(); ++i) {
+    for (size_t k = 1; k < all.size(); ++k) all[k]->update_state(targets[i], predictions[i], sample_weight);
+  }
+}
+
+static Tensor scalar_loss(const Tensor& loss) { return loss.rank() == 0 ? loss : ops::mean(loss); }
+
+Model::StepResult Model::forward_step(const Tree& x, const Tree& y, const Tensor& sample_weight, bool training) {
+  StepResult out{.y = y, .y_pred = whole_outputs((*this)(x, training)), .sample_weight = sample_weight};
+  out.loss = compute_loss(x, y, out.y_pred, sample_weight);
+  return out;
+}
+
+Logs Model::train_step(const Tree& batch) {
+  auto [x, y, sample_weight] = unpack(batch);
+  std::vector<Variable> variables;
+  StepResult step;
+  Tensor loss;
+  std::vector<Tensor> grads;
+  std::vector<autograd::IndexedSlices> sparse_grads;
+  {
+    autograd::GradientTape tape;
+    step = forward_step(x, y, sample_weight, /*training=*/true);
+    loss = scalar_loss(step.loss);
+    // After the forward pass: a subclassed model's layers build on their first call.
+    variables = trainable_weights();
+    std::vector<Tensor> sources(variables.begin(), variables.end());
+    // An embedding table's gradient stays sparse (the rows a batch read), as TensorFlow's
+    // IndexedSlices do. Under data parallelism the other gradients are reduced in buckets
+    // as backward produces them.
+    auto* replica = distribute::ReplicaContext::current();
+    grads = replica != nullptr && !variables.empty()
+                ? tape.gradient(loss, sources, replica->stream_gradients(variables), &sparse_grads)
+                : tape.gradient(loss, sources, &sparse_grads);
+  }
+  if (!variables.empty()) optimizer().apply_gradients(grads, variables, sparse_grads);
+  update_metrics(loss, step.y, step.y_pred, step.sample_weight, step.rows);
+  return get_metrics_result();
+}
+
+Logs Model::test_step(const Tree& batch) {
+  auto [x, y, sample_weight] = unpack(batch);
+  autograd::NoGradGuard no_grad;
+  const StepResult step = forward_step(x, y, sample_weight, /*training=*/false);
+  update_metrics(scalar_loss(step.loss), step.y, step.y_pred, step.sample_weight, step.rows);
+  return get_metrics_result();
+}
+
+void Model::build_on_first_row(const Tree& batch) {
+  // A subclassed model builds its layers as it first calls them, some perhaps in
+  // compute_loss: a forward step with the loss on one row builds them all.
+  const int64_t rows = std::min<int64_t>(batch_rows(batch, name()), 1);
+  auto [x, y, sample_weight] = unpack(batch.map([&](const Tensor& t) { return t.first_axis_slice(0, rows); }));
+  autograd::NoGradGuard no_grad;
+  if (compiled() && !y.empty()) {
+    forward_step(x, y, sample_weight, /*training=*/false);
+  } else {
+    (*this)(x, /*training=*/false);
+  }
+}
+
+Tree Model::predict_step(const Tree& batch) {
+  autograd::NoGradGuard no_grad;
+  return whole_outputs((*this)(unpack(batch).x, /*training=*/false));
+}
+
+}  // namespace chorus::models
