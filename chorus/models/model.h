@@ -129,7 +129,9 @@ class Model : public layers::Layer {
   void update_metrics(const Tensor& loss, const Tree& y, const Tree& y_pred, const Tensor& sample_weight,
                       int64_t rows = -1);
   // The loss tracker ("loss") first, then the compiled metrics. Inside a data-parallel
-  // step, the calling replica's own copies (merged into the model's after the step).
+  // step, the calling replica's own copies (merged into the model's after the step): as
+  // tf.distribute's metric variables (synchronised on read), a step updates its replica's
+  // copy, so train_step and update_metrics read the same under any distribution.
   std::vector<metrics::Metric*> metrics() const;
   Logs get_metrics_result() const;
   void reset_metrics();
