@@ -151,12 +151,18 @@ TEST_F(ModelParallelTest, BatchNormalizationNormalisesEachBatchPositionsRows) {
   const MeshRun one_device = train_three_layer_mlp(nullptr, "adam", /*batch_norm=*/true);
   const MeshRun data_parallel =
       train_three_layer_mlp(std::make_shared<dist::DataParallel>(mesh_devices(2)), "adam", /*batch_norm=*/true);
+  // Statistics over the wrong rows move the weights far (the two references differ by 1.8).
+  EXPECT_GT(testing::max_relative_difference(data_parallel.model->weights(), one_device.model->weights()), 0.1);
   for (auto [batch, model] : {std::pair{1, 2}, {2, 2}}) {
     SCOPED_TRACE(::testing::Message() << "mesh (" << batch << ", " << model << ")");
     const MeshRun run = train_three_layer_mlp(std::make_shared<dist::ModelParallel>(megatron_layouts(mesh(batch, model))),
                                               "adam", /*batch_norm=*/true);
     const MeshRun& reference = batch == 1 ? one_device : data_parallel;
-    EXPECT_LE(testing::max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
+    // Normalising a batch position's 3 to 8 rows, then Adam, magnifies float32 rounding:
+    // the row-split layer's halves add up in another order than one device's product, and
+    // the (2, 2) mesh ends 1.8e-4 from DataParallel with oneDNN's AVX-512 kernels (under
+    // 1e-5 with its AVX2 ones).
+    EXPECT_LE(testing::max_relative_difference(run.model->weights(), reference.model->weights()), 1e-3);
   }
 }
 
