@@ -403,7 +403,9 @@ TEST_F(ModelParallelTest, TransformerWithHeadsSplitMatchesOneDevice) {
     // Per layer: query, key and value kernels and biases, attention_output's kernel, and
     // the feedforward's two kernels and first bias.
     EXPECT_EQ(std::count_if(weights.begin(), weights.end(), sharded), 2 * 10);
-    EXPECT_LE(testing::max_relative_difference(trained->weights(), reference->weights()), 1e-5);
+    // The key biases move by rounding alone (see train_transformer): 1.01e-5 in the
+    // sanitizer build with oneDNN's AVX-512 kernels.
+    EXPECT_LE(testing::max_relative_difference(trained->weights(), reference->weights()), 3e-5);
   }
 }
 

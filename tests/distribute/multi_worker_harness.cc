@@ -231,9 +231,11 @@ void MultiWorkerTest::expect_matches(const json& reference, int world) const {
     const json got = result(r);
     ASSERT_TRUE(got.contains("weights"));
     EXPECT_EQ(got.value("world_size", 0), world);
-    // Measured worst: 7.5e-6, in the -O3 and the sanitizer build alike: a weight of
-    // 5.3e-4 that differs by 7.5e-9, rounding in a sum that cancels to near zero.
-    EXPECT_LE(worst_relative_difference(reference["weights"], got["weights"], "weights"), 1e-5);
+    // Measured worst: 7.5e-6 on an AVX2 host, 1.01e-5 in the sanitizer build on an AVX-512
+    // one: a weight of ~5e-4 that differs by ~1e-8, rounding in a sum that cancels to near
+    // zero (an attention key bias, whose gradient is zero up to rounding). A wrong split
+    // moves weights by far more.
+    EXPECT_LE(worst_relative_difference(reference["weights"], got["weights"], "weights"), 3e-5);
     EXPECT_EQ(got["weights"], result(0)["weights"]) << "ranks differ";
     if (reference.contains("optimizer")) {
       EXPECT_LE(worst_relative_difference(reference["optimizer"], got.value("optimizer", json::array()), "optimizer"),
