@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "chorus/core/error.h"
 #include "chorus/distribute/worker_group.h"
@@ -135,14 +136,15 @@ History Trainer::fit(const data::Dataset& data, FitOptions options) {
   std::optional<WorkerInput::Pass> iterator;
   FitProgress progress{.epoch = options.initial_epoch, .iterator = &iterator, .callbacks = &callbacks};
   progress_ = &progress;
-  model_.trainer_ = this;
+  // A fit a callback starts inside this one answers fit_state() until it ends.
   struct EndOfFit {
     Trainer* trainer;
+    Trainer* outer;
     ~EndOfFit() {
-      trainer->model_.trainer_ = nullptr;
+      trainer->model_.trainer_ = outer;
       trainer->progress_ = nullptr;
     }
-  } end_of_fit{this};
+  } end_of_fit{this, std::exchange(model_.trainer_, this)};
   Logs logs;
   callbacks.each([&](Callback& c) { c.on_train_begin(logs); });
   progress.in_train_begin = false;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "chorus/core/tree.h"
 #include "chorus/data/dataset.h"

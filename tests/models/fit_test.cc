@@ -1,3 +1,8 @@
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -129,6 +134,59 @@ TEST_F(FitTest, BadInputGetsClearErrors) {
   EXPECT_THAT([&] { model->compile({.optimizer = "adamm"}); }, ThrowsMessage<ValueError>(HasSubstr("adamm")));
   EXPECT_THAT([&] { model->compile({.optimizer = "adam", .loss = "mse", .metrics = {"acuracy"}}); },
               ThrowsMessage<ValueError>(HasSubstr("acuracy")));
+}
+
+// Records the ValueErrors of fit_state() and resume_fit() called where they are refused,
+// and, after a fit it starts inside epoch 0's end, the outer fit's state.
+struct FitStateProbe : Callback {
+  Tensor x, y;
+  std::vector<std::string> errors;
+  std::optional<FitState> after_inner_fit;
+
+  void on_epoch_begin(int /*epoch*/, const Logs& /*logs*/) override {
+    record([&] { model().resume_fit(FitState{}); });
+  }
+  void on_test_begin(const Logs& /*logs*/) override {
+    record([&] { model().fit_state(); });
+  }
+  void on_epoch_end(int epoch, const Logs& /*logs*/) override {
+    if (epoch != 0 || after_inner_fit) return;
+    model().fit(x, y, {.batch_size = 8, .verbose = 0, .shuffle = false});
+    after_inner_fit = model().fit_state();
+  }
+  void record(const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const ValueError& e) {
+      errors.emplace_back(e.what());
+    }
+  }
+};
+
+TEST_F(FitTest, FitStateAndResumeFitAreForTheRunningFitsCallbacks) {
+  auto model = testing::small_mlp();
+  model->compile({.optimizer = "sgd", .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  auto data = testing::separable_blobs(16, 4);
+  EXPECT_THAT([&] { model->fit_state(); },
+              ThrowsMessage<ValueError>(HasSubstr("functional: fit_state() is for callbacks while fit runs")));
+  EXPECT_THAT([&] { model->resume_fit(FitState{}); },
+              ThrowsMessage<ValueError>(HasSubstr("functional: resume_fit() is for a callback's on_train_begin")));
+  auto probe = std::make_shared<FitStateProbe>();
+  probe->x = data.x;
+  probe->y = data.y;
+  model->fit(data.x, data.y, {.epochs = 2, .batch_size = 8, .verbose = 0, .callbacks = {probe},
+                              .validation_data = data::Dataset::from_tensor_slices(Tree::list({data.x, data.y})).batch(8),
+                              .shuffle = false});
+  // Twice each: epochs 0 and 1 begin, and validate.
+  EXPECT_THAT(probe->errors, ::testing::ElementsAre(HasSubstr("resume_fit() is for a callback's on_train_begin"),
+                                                    HasSubstr("fit_state() during validation"),
+                                                    HasSubstr("resume_fit() is for a callback's on_train_begin"),
+                                                    HasSubstr("fit_state() during validation")));
+  // The fit started inside the outer one's epoch-0 end handed the outer fit back.
+  ASSERT_TRUE(probe->after_inner_fit.has_value());
+  EXPECT_EQ(probe->after_inner_fit->epoch, 1);
+  EXPECT_EQ(probe->after_inner_fit->total_steps, 2);
+  EXPECT_THAT([&] { model->fit_state(); }, ThrowsMessage<ValueError>(HasSubstr("while fit runs")));
 }
 
 TEST_F(FitTest, NonFiniteLossIsAnErrorUnlessTerminateOnNaN) {
