@@ -1,7 +1,6 @@
-// Trainer: the loop behind Model::fit, evaluate and predict (Keras's Trainer) — epochs,
-// callbacks, validation, and resuming an interrupted fit — over the model's steps
-// (DistributedSteps). Made by the model for one call; refers to a model it does not own,
-// from the thread that called it.
+// Trainer: the loop behind Model::fit, evaluate and predict (Keras's Trainer): epochs,
+// callbacks, validation and resuming a fit, over the model's DistributedSteps. Made by
+// the model for one call; borrows the model; used by the calling thread only.
 #pragma once
 
 #include <cstdint>
