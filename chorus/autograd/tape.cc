@@ -5,6 +5,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "chorus/backend/cpu/parallel.h"
 #include "chorus/core/creation.h"
 #include "chorus/core/sharding.h"
 
@@ -68,15 +69,20 @@ Tensor add_gradients(const char* op, const Tensor& a, const Tensor& b) {
                 dtype_name(a.dtype()), b.shape().to_string(), dtype_name(b.dtype()));
   }
   Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
-  const int64_t n = a.numel();
+  // Split across threads: a tied embedding's two gradients are 4M floats.
+  constexpr int64_t kGrain = 1 << 15;
   if (a.dtype() == kFloat32) {
     const float *x = a.data<float>(), *y = b.data<float>();
     float* z = out.data<float>();
-    for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+    backend::cpu::parallel_for(a.numel(), kGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) z[i] = x[i] + y[i];
+    });
   } else {
     const bfloat16 *x = a.data<bfloat16>(), *y = b.data<bfloat16>();
     bfloat16* z = out.data<bfloat16>();
-    for (int64_t i = 0; i < n; ++i) z[i] = bfloat16(float(x[i]) + float(y[i]));
+    backend::cpu::parallel_for(a.numel(), kGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) z[i] = bfloat16(float(x[i]) + float(y[i]));
+    });
   }
   return out;
 }

@@ -22,8 +22,7 @@ Tree Dense::call(const Tree& inputs, bool /*training*/) {
   const Tensor& x = detail::single_input(inputs, name());  // rank >= 2, last axis D: input_spec()
   // x: (B, ..., D) @ kernel: (D, U) -> (B, ..., U)
   const Tensor input = x.dtype() == kernel_.dtype() ? x : ops::cast(x, kernel_.dtype());
-  Tensor y = ops::matmul(input, kernel_.value());
-  if (bias_.defined()) y = y + bias_.value();
+  Tensor y = bias_.defined() ? ops::matmul(input, kernel_.value(), bias_.value()) : ops::matmul(input, kernel_.value());
   if (!options_.activation.is_linear()) y = options_.activation(y);
   return y;
 }

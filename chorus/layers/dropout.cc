@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "chorus/backend/cpu/parallel.h"
+#include "chorus/backend/cpu/random_kernels.h"
 #include "chorus/core/creation.h"
 #include "chorus/distribute/replica_context.h"
 #include "chorus/layers/layer_util.h"
@@ -21,24 +21,13 @@ std::string dims_string(const std::vector<int64_t>& dims) {
 // A mask of `shape` in `dtype`: 0 with probability `rate`, else 1 / (1 - rate). Element
 // i is decided by word j % 4 of Philox block j / 4 under `key`, j = first + i, so the
 // mask does not depend on the thread count, and a replica's slice of a global batch
-// (first = its first element) gets its part of the one global mask. Branch-free: a
-// data-dependent branch here mispredicts half the time at rate 0.5.
+// (first = its first element) gets its part of the one global mask.
 template <class T>
 void fill_mask(T* out, int64_t n, uint64_t key, double rate, int64_t first) {
   const float keep_scale = rate >= 1 ? 0.0f : static_cast<float>(1.0 / (1.0 - rate));  // 0, not 0 * inf
   // With u = k / 2^24 for the top 24 bits k of a word: u < rate  <=>  k < ceil(rate * 2^24).
-  const uint32_t threshold = static_cast<uint32_t>(std::ceil(rate * 16777216.0));
-  const int64_t skip = first % 4;  // words of the first block that belong to earlier elements
-  backend::cpu::parallel_for((skip + n + 3) / 4, 4096, [&](int64_t begin, int64_t end) {
-    for (int64_t block = begin; block < end; ++block) {
-      const auto words = philox4x32(key, static_cast<uint64_t>(first / 4 + block));
-      for (int64_t w = 0; w < 4; ++w) {
-        const int64_t i = block * 4 + w - skip;
-        if (i < 0 || i >= n) continue;
-        out[i] = static_cast<T>(static_cast<float>((words[w] >> 8) >= threshold) * keep_scale);
-      }
-    }
-  });
+  const auto threshold = static_cast<uint32_t>(std::ceil(rate * 16777216.0));
+  backend::cpu::dropout_mask(key, first, threshold, keep_scale, out, n);
 }
 
 }  // namespace

@@ -114,7 +114,7 @@ Tensor MaskedLMHead::logits_for_rows(const Tensor& inputs, const Tensor& rows) {
   enter_dtype_policy(policy);
   const Tensor flat = ops::reshape(inputs, {inputs.dim(0) * inputs.dim(1), inputs.dim(2)});
   const Tensor x = (*layer_norm_)((*intermediate_)(ops::take(flat, rows, 0)));
-  return options_.activation(ops::add(token_embedding_->reverse(x), output_bias_.value()));
+  return options_.activation(token_embedding_->reverse(x, output_bias_.value()));
 }
 
 nlohmann::json MaskedLMHead::get_config() const {

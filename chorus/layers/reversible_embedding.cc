@@ -24,7 +24,9 @@ void ReversibleEmbedding::build(const Tree& inputs) {
   }
 }
 
-Tensor ReversibleEmbedding::reverse(const Tensor& hidden) {
+Tensor ReversibleEmbedding::reverse(const Tensor& hidden) { return reverse(hidden, Tensor()); }
+
+Tensor ReversibleEmbedding::reverse(const Tensor& hidden, const Tensor& bias) {
   if (!built()) build_from(Tree(Tensor::empty(Shape{0}, kInt32)));  // the tables do not depend on inputs
   if (hidden.rank() < 1 || hidden.dim(-1) != output_dim()) {
     throw_error<ShapeError>("{}: reverse expected hidden states with last dim {}, got shape {}", name(), output_dim(),
@@ -35,10 +37,12 @@ Tensor ReversibleEmbedding::reverse(const Tensor& hidden) {
   auto as_hidden = [&](const Tensor& table) {
     return table.dtype() == hidden.dtype() ? table : ops::cast(table, hidden.dtype());
   };
-  Tensor logits = tie_weights_ ? ops::matmul(hidden, as_hidden(embeddings().value()), {.transpose_b = true})
-                               : ops::matmul(hidden, as_hidden(reverse_embeddings_.value()));
+  const Tensor table = tie_weights_ ? as_hidden(embeddings().value()) : as_hidden(reverse_embeddings_.value());
+  const ops::MatmulOptions options{.transpose_b = tie_weights_};
+  if (bias.defined() && !logit_soft_cap_) return ops::matmul(hidden, table, bias, options);
+  Tensor logits = ops::matmul(hidden, table, options);
   if (logit_soft_cap_) logits = ops::tanh(logits / *logit_soft_cap_) * *logit_soft_cap_;
-  return logits;
+  return bias.defined() ? logits + bias : logits;
 }
 
 nlohmann::json ReversibleEmbedding::get_config() const {

@@ -55,6 +55,9 @@ class ReversibleEmbedding : public Embedding {
   // naming the layer when the last axis is not output_dim:
   // "token_embedding: reverse expected hidden states with last dim 768, got shape (2, 5, 64)".
   Tensor reverse(const Tensor& hidden);
+  // reverse(hidden) + bias, a bias of the logits' last dimension added inside the product
+  // where no logit_soft_cap comes between (KerasHub's MaskedLMHead adds its output bias so).
+  Tensor reverse(const Tensor& hidden, const Tensor& bias);
 
   nlohmann::json get_config() const override;
   // Reads Keras's config; throws ValueError for a "reverse_dtype" or "mask_zero" chorus

@@ -1,7 +1,6 @@
 #include "chorus/losses/sparse_categorical_crossentropy.h"
 
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -55,35 +54,29 @@ Tensor checked_labels(const std::string& name, const Tensor& y_true, const Shape
 }
 
 // -log_softmax(logits)[label] per row. logits: (rows, classes) float32 in memory (any
-// leading shape), labels: (rows,) int64, checked. Backward: (softmax - one_hot) * g,
-// computed by the log_softmax backward kernel from g placed at the labels.
+// leading shape), labels: (rows,) int64, checked. One pass each way and no (rows,
+// classes) buffer but the gradient: the backward rereads the logits (the caller's y_pred,
+// alive anyway) with each row's max and exp-sum.
 Tensor sparse_softmax_crossentropy(const Tensor& logits, const Tensor& labels, const Shape& out_shape) {
   const int64_t rows = labels.numel(), classes = logits.dim(-1);
-  Tensor log_probs = Tensor::empty(Shape{rows, classes}, kFloat32);
+  Tensor max = Tensor::empty(Shape{rows}, kFloat32), sum = Tensor::empty(Shape{rows}, kFloat32);
   Tensor out = Tensor::empty(out_shape, kFloat32);
   if (rows > 0) {
-    backend::cpu::log_softmax(logits.data<float>(), log_probs.data<float>(), rows, classes, 1);
-    const float* lp = log_probs.data<float>();
-    const int64_t* label = labels.data<int64_t>();
-    float* loss = out.data<float>();
-    for (int64_t r = 0; r < rows; ++r) loss[r] = -lp[r * classes + label[r]];
+    backend::cpu::sparse_softmax_cross_entropy(logits.data<float>(), labels.data<int64_t>(), out.data<float>(),
+                                               max.data<float>(), sum.data<float>(), rows, classes);
   }
   autograd::record("sparse_categorical_crossentropy", {logits}, {out}, [&] {
-    return [log_probs, labels, shape = logits.shape()](std::span<const Tensor> g) {
+    return [logits, labels, max, sum](std::span<const Tensor> g) {
       if (!g[0].defined()) return std::vector<Tensor>{Tensor()};
-      const int64_t rows = labels.numel(), classes = shape.dim(-1);
+      const int64_t rows = labels.numel(), classes = logits.dim(-1);
       const Tensor g_rows = internal::as_float32(g[0]);
-      Tensor at_labels = Tensor::empty(Shape{rows, classes}, kFloat32);
-      Tensor dx = Tensor::empty(Shape{rows, classes}, kFloat32);
+      Tensor dx = Tensor::empty(logits.shape(), kFloat32);
       if (rows > 0 && classes > 0) {
-        float* scattered = at_labels.data<float>();
-        std::memset(scattered, 0, static_cast<size_t>(rows * classes) * sizeof(float));
-        const int64_t* label = labels.data<int64_t>();
-        const float* gr = g_rows.data<float>();
-        for (int64_t r = 0; r < rows; ++r) scattered[r * classes + label[r]] = -gr[r];
-        backend::cpu::log_softmax_grad(log_probs.data<float>(), scattered, dx.data<float>(), rows, classes, 1);
+        backend::cpu::sparse_softmax_cross_entropy_grad(logits.data<float>(), labels.data<int64_t>(),
+                                                        max.data<float>(), sum.data<float>(), g_rows.data<float>(),
+                                                        dx.data<float>(), rows, classes);
       }
-      return std::vector<Tensor>{dx.view(shape)};
+      return std::vector<Tensor>{dx};
     };
   });
   return out;

@@ -3,9 +3,12 @@
 #include <cmath>
 #include <limits>
 #include <tuple>
+#include <type_traits>
 
 #include "chorus/backend/cpu/parallel.h"
+#include "chorus/backend/cpu/reduce_kernels.h"
 #include "chorus/losses/loss_util.h"
+#include "chorus/ops/elementwise.h"
 
 namespace chorus::metrics::internal {
 namespace {
@@ -101,22 +104,12 @@ Shape batch_shape_of(const Shape& shape) { return leading(shape, shape.rank() - 
 std::vector<int64_t> row_argmax(const Tensor& x) {
   const int64_t n = x.dim(-1), rows = n == 0 ? 0 : x.numel() / n;
   std::vector<int64_t> out(static_cast<size_t>(rows));
-  visit_data(x, [&](const auto* data) {
-    backend::cpu::parallel_for(rows, row_grain(n), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const auto* row = data + r * n;
-        int64_t best = 0;
-        double best_value = as_double(row[0]);
-        for (int64_t c = 1; c < n && !std::isnan(best_value); ++c) {
-          const double value = as_double(row[c]);
-          if (value > best_value || std::isnan(value)) {
-            best = c;
-            best_value = value;
-          }
-        }
-        out[static_cast<size_t>(r)] = best;
-      }
-    });
+  if (rows == 0) return out;
+  const Tensor values = x.dtype() == kBool ? ops::cast(x, kInt32) : x;  // the first true
+  visit_data(values, [&](const auto* data) {
+    if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(*data)>, bool>) {
+      backend::cpu::argmax(data, out.data(), rows, n, 1);
+    }
   });
   return out;
 }

@@ -11,6 +11,7 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/matmul.h"
 #include "chorus/core/creation.h"
+#include "chorus/ops/operators.h"
 #include "chorus/ops/reduction.h"
 #include "chorus/ops/sharded_ops.h"
 
@@ -221,6 +222,30 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
     }
   }
   autograd::record("matmul", {a, b}, {out}, [&] { return make_backward(a, b, l); });
+  return out;
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const MatmulOptions& options) {
+  if (sharded::any(a, b) || sharded::any(bias)) return matmul(a, b, options) + bias;
+  check_dtypes(a, b);
+  const Layout l = resolve(a, b, options);
+  const bool fused = l.k > 0 && bias.defined() && bias.rank() == 1 && bias.dim(0) == l.n &&
+                     bias.dtype() == a.dtype() && l.out.rank() >= 1 && l.out.dim(-1) == l.n;
+  if (!fused) return matmul(a, b, options) + bias;
+  Tensor out = Tensor::empty(l.out, a.dtype());
+  if (out.numel() > 0) {
+    backend::cpu::MatmulProblem p = make_problem(l, a.dtype());
+    p.bias = true;
+    backend::cpu::matmul(p, a.raw_data(), b.raw_data(), out.raw_data(), bias.raw_data());
+  }
+  autograd::record("matmul", {a, b, bias}, {out}, [&] {
+    return [product = make_backward(a, b, l), need_bias = autograd::needs_gradient(bias),
+            n = l.n](std::span<const Tensor> g) {
+      std::vector<Tensor> grads = product(g);
+      grads.push_back(need_bias ? sum(g[0].view({g[0].numel() / std::max<int64_t>(n, 1), n}), 0) : Tensor());
+      return grads;
+    };
+  });
   return out;
 }
 

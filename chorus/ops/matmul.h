@@ -24,4 +24,10 @@ struct MatmulOptions {
 // (64, 785) @ (784, 256): 785 vs 784"), and for batch axes that do not broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
 
+// matmul(a, b, options) + bias, with a 1-D bias of the result's last dimension and a's
+// dtype added inside the product (oneDNN adds it to the float32 accumulator as it writes
+// the result), saving a pass over the result; other biases broadcast as ops::add does,
+// by a separate add. The bias's gradient sums the result's gradient over all other axes.
+Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const MatmulOptions& options = {});
+
 }  // namespace chorus::ops

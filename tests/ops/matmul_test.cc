@@ -1,5 +1,6 @@
 #include "chorus/ops/matmul.h"
 
+#include <cstring>
 #include <thread>
 
 #include "chorus/backend/cpu/matmul.h"
@@ -225,6 +226,55 @@ TEST(MatmulTest, ErrorsNameTheShapes) {
               ThrowsMessage<DTypeError>(HasSubstr("matmul: dtypes differ: float32 and bfloat16")));
   EXPECT_THAT([] { ops::matmul(zeros({2, 2}, kInt32), zeros({2, 2}, kInt32)); },
               ThrowsMessage<DTypeError>(HasSubstr("matmul: expected float32 or bfloat16 operands, got int32")));
+}
+
+// (..., N) + bias (N,) by broadcasting, on the reference.
+Tensor plus_bias(const Tensor& product, const Tensor& bias) {
+  Tensor out = Tensor::empty(product.shape());
+  const auto p = product.to_vector<double>(), b = bias.to_vector<double>();
+  for (size_t i = 0; i < p.size(); ++i) out.data<float>()[i] = static_cast<float>(p[i] + b[i % b.size()]);
+  return out;
+}
+
+TEST(MatmulBiasTest, AddsTheBiasToEveryRowOfThePlainBatchedAndTransposedProducts) {
+  struct Case { Shape a, b; bool ta, tb; };
+  const Case cases[] = {{{7, 33}, {33, 9}, false, false},
+                        {{2, 3, 33}, {33, 9}, false, false},   // batch folded into M
+                        {{2, 3, 33}, {2, 33, 9}, false, false},  // batched
+                        {{7, 33}, {9, 33}, false, true},       // the tied-embedding head
+                        {{33, 7}, {9, 33}, true, true}};
+  uint64_t seed = 300;
+  for (const Case& c : cases) {
+    const Tensor a = random_tensor(c.a, seed += 3), b = random_tensor(c.b, seed + 1), bias = random_tensor({9}, seed + 2);
+    const Tensor out = ops::matmul(a, b, bias, {.transpose_a = c.ta, .transpose_b = c.tb});
+    EXPECT_TRUE(tensors_near(out, plus_bias(reference_matmul(a, b, c.ta, c.tb), bias), 1e-5, 1e-5)) << c.a.to_string();
+    // In float32 the fused add is the separate one: the accumulator is float32 either way.
+    const Tensor separate = ops::matmul(a, b, {.transpose_a = c.ta, .transpose_b = c.tb}) + bias;
+    EXPECT_EQ(std::memcmp(out.data<float>(), separate.data<float>(), static_cast<size_t>(out.numel()) * 4), 0);
+  }
+}
+
+TEST(MatmulBiasTest, BFloat16RoundsOnceAfterTheBias) {
+  const Tensor a = random_tensor({64, 256}, 1, -1, 1, kBFloat16), b = random_tensor({33, 256}, 2, -1, 1, kBFloat16);
+  const Tensor bias = random_tensor({33}, 3, -1, 1, kBFloat16);
+  const Tensor out = ops::matmul(a, b, bias, {.transpose_b = true});
+  ASSERT_EQ(out.dtype(), kBFloat16);
+  EXPECT_TRUE(tensors_near(out, plus_bias(reference_matmul(a, b, false, true), bias), 2e-3, 8e-3));
+}
+
+TEST(MatmulBiasTest, GradientsReachTheBias) {
+  for (bool tb : {false, true}) {
+    testing::expect_gradients_match(
+        [&](const std::vector<Tensor>& in) { return ops::matmul(in[0], in[1], in[2], {.transpose_b = tb}); },
+        {random_tensor({2, 3, 4}, 1), random_tensor(stored({}, 4, 5, tb), 2), random_tensor({5}, 3)});
+  }
+}
+
+TEST(MatmulBiasTest, OtherBiasesBroadcastAsAnAdd) {
+  const Tensor a = random_tensor({3, 4}, 1), b = random_tensor({4, 5}, 2);
+  const Tensor column = random_tensor({3, 1}, 3);  // not a (N,) vector: a separate add
+  EXPECT_TRUE(tensors_near(ops::matmul(a, b, column), ops::matmul(a, b) + column, 0, 0));
+  EXPECT_THAT([&] { ops::matmul(a, b, random_tensor({4}, 4)); }, ThrowsMessage<ShapeError>(HasSubstr("(3, 5)")));
 }
 
 TEST(MatmulCacheTest, ReusesPrimitivesAndStaysBounded) {

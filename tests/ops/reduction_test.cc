@@ -349,6 +349,46 @@ TEST(ArgMaxTest, TiesGoToTheFirstAndNaNWins) {
   EXPECT_TRUE(tensors_near(ops::argmax(b, 1), reference_reduce(b, {1}, Ref::kArgMax, false), 0, 0));
 }
 
+TEST(ArgMaxTest, RowKernelsOfEveryInstructionSetTakeTheFirstLargestOrTheFirstNaN) {
+  using backend::cpu::Isa;
+  std::mt19937 rng(94);
+  for (int64_t n : {1, 2, 15, 16, 17, 31, 32, 33, 64, 100, 1001, 33282}) {
+    const int64_t rows = 12;
+    // Few distinct values, so rows hold ties; row 1 its largest value twice, late rows
+    // a NaN early, in the middle or in the tail, or infinities.
+    std::vector<float> x(static_cast<size_t>(rows * n));
+    for (float& v : x) v = static_cast<float>(std::uniform_int_distribution<int>(-20, 20)(rng));
+    auto at = [&](int64_t r, int64_t c) -> float& { return x[static_cast<size_t>(r * n + std::min(c, n - 1))]; };
+    at(1, n / 3) = at(1, n / 2) = 50.f;
+    at(2, n - 1) = std::numeric_limits<float>::infinity();
+    at(3, 0) = kNaN;
+    at(4, n / 2) = kNaN;
+    at(4, n - 1) = kNaN;
+    at(5, n - 1) = kNaN;
+    at(6, 0) = -std::numeric_limits<float>::infinity();
+    std::vector<int64_t> expected(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t best = 0;
+      for (int64_t c = 1; c < n; ++c) {
+        const float v = at(r, c), b = at(r, best);
+        if (b != b) break;
+        if (v != v || v > b) best = c;
+      }
+      expected[static_cast<size_t>(r)] = best;
+    }
+    std::vector<bfloat16> xb(x.size());
+    for (size_t i = 0; i < x.size(); ++i) xb[i] = bfloat16(x[i]);  // these values are exact in bfloat16
+    for (int isa = 0; isa <= static_cast<int>(backend::cpu::active_isa()); ++isa) {
+      SCOPED_TRACE(::testing::Message() << "isa " << isa << " n " << n);
+      std::vector<int64_t> got(static_cast<size_t>(rows)), got_b(static_cast<size_t>(rows));
+      backend::cpu::argmax(x.data(), got.data(), rows, n, 1, static_cast<Isa>(isa));
+      backend::cpu::argmax(xb.data(), got_b.data(), rows, n, 1, static_cast<Isa>(isa));
+      EXPECT_EQ(got, expected);
+      EXPECT_EQ(got_b, expected);
+    }
+  }
+}
+
 TEST(BroadcastTest, BroadcastToAndSumToMatchTheReference) {
   const Tensor x = random_tensor({3, 1, 5}, 101);
   const Tensor b = ops::broadcast_to(x, {2, 3, 4, 5});

@@ -34,6 +34,7 @@ struct KeyHash {
     mix(p.rank);
     mix(static_cast<int64_t>(p.dtype));
     mix(k.threads);
+    mix(p.bias);
     for (int i = 0; i < p.rank; ++i) {
       mix(p.a_dims[i]);
       mix(p.a_strides[i]);
@@ -51,7 +52,7 @@ struct KeyHash {
 struct Entry {
   Key key;
   dnnl::matmul primitive;
-  dnnl::memory src, weights, dst;
+  dnnl::memory src, weights, dst, bias;
   std::unordered_map<int, dnnl::memory> args;
 };
 
@@ -103,12 +104,24 @@ Entry make_entry(const Key& key, const dnnl::engine& engine) {
   const auto src_md = make_desc(p.rank, p.a_dims, p.a_strides, type);
   const auto weights_md = make_desc(p.rank, p.b_dims, p.b_strides, type);
   const auto dst_md = make_desc(p.rank, p.c_dims, c_strides_of(p), type);
+  // The bias as a (1, .., 1, N) operand that oneDNN broadcasts over c.
+  std::array<int64_t, kMaxRank> bias_dims{}, bias_strides{};
+  for (int i = 0; i < p.rank; ++i) {
+    bias_dims[i] = i == p.rank - 1 ? p.c_dims[i] : 1;
+    bias_strides[i] = i == p.rank - 1 ? 1 : p.c_dims[p.rank - 1];
+  }
+  const auto bias_md = p.bias ? make_desc(p.rank, bias_dims, bias_strides, type) : dnnl::memory::desc();
   try {
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, weights_md, dst_md), engine);
-    Entry entry{key, dnnl::matmul(pd), dnnl::memory(src_md, engine, DNNL_MEMORY_NONE),
-                dnnl::memory(weights_md, engine, DNNL_MEMORY_NONE), dnnl::memory(dst_md, engine, DNNL_MEMORY_NONE),
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, weights_md, bias_md, dst_md), engine);
+    Entry entry{key,
+                dnnl::matmul(pd),
+                dnnl::memory(src_md, engine, DNNL_MEMORY_NONE),
+                dnnl::memory(weights_md, engine, DNNL_MEMORY_NONE),
+                dnnl::memory(dst_md, engine, DNNL_MEMORY_NONE),
+                dnnl::memory(bias_md, engine, DNNL_MEMORY_NONE),
                 {}};
     entry.args = {{DNNL_ARG_SRC, entry.src}, {DNNL_ARG_WEIGHTS, entry.weights}, {DNNL_ARG_DST, entry.dst}};
+    if (p.bias) entry.args.emplace(DNNL_ARG_BIAS, entry.bias);
     return entry;
   } catch (const dnnl::error& e) {
     throw_error<Error>("matmul: oneDNN could not create a primitive for output {} ({}): {}", c_shape.to_string(),
@@ -162,8 +175,9 @@ Tensor widen(const void* data, size_t count) {
 
 }  // namespace
 
-void matmul(const MatmulProblem& p, const void* a, const void* b, void* c) {
+void matmul(const MatmulProblem& p, const void* a, const void* b, void* c, const void* bias) {
   assert(p.rank >= 2 && p.rank <= kMaxRank);
+  assert(p.bias == (bias != nullptr));
   assert(p.a_dims[p.rank - 1] == p.b_dims[p.rank - 2] && p.a_dims[p.rank - 1] > 0);
   if (p.dtype == kBFloat16 && !native_bfloat16_matmul()) {
     // The same product in float32 on widened copies (same strides), rounded once: the
@@ -179,7 +193,8 @@ void matmul(const MatmulProblem& p, const void* a, const void* b, void* c) {
     for (int i = 0; i < p.rank; ++i) c_elements *= static_cast<size_t>(p.c_dims[i]);
     const Tensor c32 = c_extent == c_elements ? Tensor::empty(Shape{static_cast<int64_t>(c_extent)}, kFloat32)
                                               : widen(c, c_extent);
-    matmul(f32, a32.raw_data(), b32.raw_data(), c32.raw_data());
+    const Tensor bias32 = p.bias ? widen(bias, static_cast<size_t>(p.c_dims[p.rank - 1])) : Tensor();
+    matmul(f32, a32.raw_data(), b32.raw_data(), c32.raw_data(), p.bias ? bias32.raw_data() : nullptr);
     cast(c32.raw_data(), kFloat32, c, kBFloat16, static_cast<int64_t>(c_extent));
     return;
   }
@@ -189,6 +204,7 @@ void matmul(const MatmulProblem& p, const void* a, const void* b, void* c) {
   entry.src.set_data_handle(const_cast<void*>(a));
   entry.weights.set_data_handle(const_cast<void*>(b));
   entry.dst.set_data_handle(c);
+  if (p.bias) entry.bias.set_data_handle(const_cast<void*>(bias));
   entry.primitive.execute(state.stream, entry.args);
   state.stream.wait();
 }

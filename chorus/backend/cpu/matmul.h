@@ -27,6 +27,7 @@ struct MatmulProblem {
   std::array<int64_t, kMaxRank> b_dims{}, b_strides{};
   std::array<int64_t, kMaxRank> c_dims{};
   std::array<int64_t, kMaxRank> c_strides{};  // all zero: contiguous row-major
+  bool bias = false;  // c = a @ b + bias, a contiguous (N,) vector of dtype added to every row
 
   friend bool operator==(const MatmulProblem&, const MatmulProblem&) = default;
 };
@@ -34,10 +35,12 @@ struct MatmulProblem {
 // Computes `p` on the calling thread's intra-op thread budget, reading a and b and
 // writing every element of c (every element c's dims and strides reach). bfloat16 accumulates in float32 and rounds once; on a CPU
 // where oneDNN has no bfloat16 matmul (no AVX-512), it runs in float32 on widened copies.
+// The bias, when p.bias, is added to the float32 accumulator before c is rounded.
 // REQUIRES: the dims are consistent (a's K equals b's K, batch axes equal or 1), c has
-// at least one element, and K >= 1 (callers handle empty products: oneDNN 2.6 divides
-// by zero on M == 0). Pointers are borrowed for the duration of the call only.
-void matmul(const MatmulProblem& p, const void* a, const void* b, void* c);
+// at least one element, K >= 1 (callers handle empty products: oneDNN 2.6 divides by
+// zero on M == 0), and bias is set exactly when p.bias. Pointers are borrowed for the
+// duration of the call only.
+void matmul(const MatmulProblem& p, const void* a, const void* b, void* c, const void* bias = nullptr);
 
 // Primitives cached on the calling thread (for tests). At most kMatmulCacheCapacity;
 // the least recently used one is dropped first.

@@ -190,6 +190,15 @@ void argmax_impl(const T* x, int64_t* out, int64_t outer, int64_t reduced, int64
   });
 }
 
+// Whole rows to threads, through the vector kernel of the table.
+template <class T>
+void argmax_rows(void (*rows_fn)(const T*, int64_t, int64_t, int64_t*), const T* x, int64_t* out, int64_t rows,
+                 int64_t n) {
+  assert(n >= 1);
+  parallel_for(rows, std::max<int64_t>(1, kReduceGrain / n),
+               [&](int64_t b, int64_t e) { rows_fn(x + b * n, e - b, n, out + b); });
+}
+
 }  // namespace
 
 const ReduceKernelTable& reduce_kernel_table(Isa isa) {
@@ -227,11 +236,13 @@ void reduce(ReduceKind kind, const int64_t* x, int64_t* out, int64_t outer, int6
   reduce_int(kind, x, out, outer, reduced, inner);
 }
 
-void argmax(const float* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner) {
-  argmax_impl(x, out, outer, reduced, inner);
+void argmax(const float* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner, Isa isa) {
+  if (inner != 1) return argmax_impl(x, out, outer, reduced, inner);
+  argmax_rows(reduce_kernel_table(isa).argmax_rows_f32, x, out, outer, reduced);
 }
-void argmax(const bfloat16* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner) {
-  argmax_impl(x, out, outer, reduced, inner);
+void argmax(const bfloat16* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner, Isa isa) {
+  if (inner != 1) return argmax_impl(x, out, outer, reduced, inner);
+  argmax_rows(reduce_kernel_table(isa).argmax_rows_bf16, x, out, outer, reduced);
 }
 void argmax(const int32_t* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner) {
   argmax_impl(x, out, outer, reduced, inner);

@@ -25,9 +25,11 @@ void reduce(ReduceKind kind, const int32_t* x, int32_t* out, int64_t outer, int6
 void reduce(ReduceKind kind, const int64_t* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner);
 
 // out[o, i] = the first r with the largest x[o, r, i]; a NaN counts as larger than any
-// number (so the first NaN wins). REQUIRES: reduced >= 1.
-void argmax(const float* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner);
-void argmax(const bfloat16* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner);
+// number (so the first NaN wins). Rows (inner == 1) of floats run on the vector kernels.
+// REQUIRES: reduced >= 1.
+void argmax(const float* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner, Isa isa = active_isa());
+void argmax(const bfloat16* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner,
+            Isa isa = active_isa());
 void argmax(const int32_t* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner);
 void argmax(const int64_t* x, int64_t* out, int64_t outer, int64_t reduced, int64_t inner);
 

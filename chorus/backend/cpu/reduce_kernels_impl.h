@@ -405,6 +405,20 @@ void logsumexp_rows(const float* x, float* out, int64_t rows, int64_t n) {
   }
 }
 
+// loss[r] = log(s) - (x[r, label[r]] - m), with m the row's max and s = sum(exp(x - m)):
+// TensorFlow's order, exact for logits near 1000. Keeps m and s for the backward.
+template <int B>
+void sparse_cross_entropy_rows(const float* x, const int64_t* labels, int64_t rows, int64_t n, float* loss,
+                               float* max, float* sum) {
+  for (int64_t r = 0; r < rows; ++r, x += n) {
+    const float m = extreme_run<B, true>(x, n);
+    const float s = exp_sum<B, false>(x, nullptr, n, m);
+    loss[r] = __builtin_logf(s) - (x[labels[r]] - m);
+    max[r] = m;
+    sum[r] = s;
+  }
+}
+
 template <int B>
 void softmax_grad_rows(const float* y, const float* g, float* dx, int64_t rows, int64_t n) {
   using S = Simd<B>;
@@ -470,6 +484,65 @@ void exp_shift_scale_each(const float* x, float* dx, int64_t n, const float* shi
   }
 }
 
+// ---- argmax along rows ------------------------------------------------------------------
+
+// The first index of the largest of x[i..n), or of the first NaN, in order.
+template <class T>
+int64_t argmax_in_order(const T* x, int64_t n, int64_t best, int64_t i) {
+  float best_value = to_float(x[best]);
+  if (best_value != best_value) return best;
+  for (; i < n; ++i) {
+    const float v = to_float(x[i]);
+    if (v != v) return i;
+    if (v > best_value) {
+      best_value = v;
+      best = i;
+    }
+  }
+  return best;
+}
+
+// The first index of the row's largest element, or of its first NaN. Each lane keeps its
+// largest value and the first index that reached it (a strict > never moves on to a later
+// equal value); the lanes then give the smallest index among equal values. A row holding
+// a NaN is rescanned in order: comparisons skip NaNs, and NaN logits are rare.
+template <int B, class T>
+int64_t argmax_row(const T* x, int64_t n) {
+  using S = Simd<B>;
+  constexpr int L = S::kLanes;
+  if (n < 2 * L || n > INT32_MAX) return argmax_in_order(x, n, 0, 1);
+  typename S::F m = S::load(x);
+  typename S::I at{}, nan = m != m;
+  for (int j = 0; j < L; ++j) at[j] = j;
+  typename S::I where = at;
+  int64_t i = L;
+  for (; i + L <= n; i += L) {
+    const typename S::F v = S::load(x + i);
+    at += L;
+    const typename S::I greater = v > m;
+    nan |= v != v;
+    m = greater ? v : m;
+    where = greater ? at : where;
+  }
+  int64_t best = where[0];
+  for (int j = 0; j < L; ++j) {
+    if (nan[j] != 0) return argmax_in_order(x, n, 0, 1);
+  }
+  float best_value = to_float(x[best]);
+  for (int j = 1; j < L; ++j) {
+    if (m[j] > best_value || (m[j] == best_value && where[j] < best)) {
+      best_value = m[j];
+      best = where[j];
+    }
+  }
+  return argmax_in_order(x, n, best, i);
+}
+
+template <int B, class T>
+void argmax_rows(const T* x, int64_t rows, int64_t n, int64_t* out) {
+  for (int64_t r = 0; r < rows; ++r, x += n) out[r] = argmax_row<B>(x, n);
+}
+
 template <int B>
 constexpr ReduceKernelTable make_reduce_table() {
   return ReduceKernelTable{
@@ -480,11 +553,14 @@ constexpr ReduceKernelTable make_reduce_table() {
       .softmax_rows = &softmax_rows<B>,
       .log_softmax_rows = &log_softmax_rows<B>,
       .logsumexp_rows = &logsumexp_rows<B>,
+      .sparse_cross_entropy_rows = &sparse_cross_entropy_rows<B>,
       .softmax_grad_rows = &softmax_grad_rows<B>,
       .log_softmax_grad_rows = &log_softmax_grad_rows<B>,
       .exp_shift_scale = &exp_shift_scale<B>,
       .exp_shift_scale_each = &exp_shift_scale_each<B>,
       .broadcast_rows32 = &broadcast_rows32<B>,
+      .argmax_rows_f32 = &argmax_rows<B, float>,
+      .argmax_rows_bf16 = &argmax_rows<B, bfloat16>,
   };
 }
 

@@ -42,6 +42,10 @@ struct ReduceKernelTable {
   void (*softmax_rows)(const float* x, float* y, int64_t rows, int64_t n);
   void (*log_softmax_rows)(const float* x, float* y, int64_t rows, int64_t n);
   void (*logsumexp_rows)(const float* x, float* out, int64_t rows, int64_t n);
+  // loss[r] = log(sum(exp(x - m))) - (x[labels[r]] - m) with m the row's max; keeps m in
+  // max[r] and the sum in sum[r]. REQUIRES: labels in [0, n).
+  void (*sparse_cross_entropy_rows)(const float* x, const int64_t* labels, int64_t rows, int64_t n, float* loss,
+                                    float* max, float* sum);
   // dx = y * (g - sum(g * y)) per row.
   void (*softmax_grad_rows)(const float* y, const float* g, float* dx, int64_t rows, int64_t n);
   // dx = g - exp(y) * sum(g) per row.
@@ -54,6 +58,10 @@ struct ReduceKernelTable {
   // out[r * n + j] = x[r] for r < rows, j < n: 4-byte elements copied as bits (the
   // backward of a sum over short rows). REQUIRES: out does not overlap x.
   void (*broadcast_rows32)(const uint32_t* x, uint32_t* out, int64_t rows, int64_t n);
+
+  // out[r] = the first index of the largest element of row r, or of its first NaN.
+  void (*argmax_rows_f32)(const float* x, int64_t rows, int64_t n, int64_t* out);
+  void (*argmax_rows_bf16)(const bfloat16* x, int64_t rows, int64_t n, int64_t* out);
 };
 
 // The table for `isa`. REQUIRES: the CPU supports isa (see isa_supported()).

@@ -102,4 +102,23 @@ void logsumexp_grad(const float* x, const Shape& full, const float* lse, const f
   });
 }
 
+void sparse_softmax_cross_entropy(const float* x, const int64_t* labels, float* loss, float* max, float* sum,
+                                  int64_t rows, int64_t n, Isa isa) {
+  const auto rows_fn = reduce_kernel_table(isa).sparse_cross_entropy_rows;
+  over_rows(rows, n, [&](int64_t b, int64_t count) {
+    rows_fn(x + b * n, labels + b, count, n, loss + b, max + b, sum + b);
+  });
+}
+
+void sparse_softmax_cross_entropy_grad(const float* x, const int64_t* labels, const float* max, const float* sum,
+                                       const float* g, float* dx, int64_t rows, int64_t n, Isa isa) {
+  const auto exp_fn = reduce_kernel_table(isa).exp_shift_scale;
+  over_rows(rows, n, [&](int64_t b, int64_t count) {
+    for (int64_t r = b; r < b + count; ++r) {
+      exp_fn(x + r * n, dx + r * n, n, max[r], g[r] / sum[r]);
+      dx[r * n + labels[r]] -= g[r];
+    }
+  });
+}
+
 }  // namespace chorus::backend::cpu

@@ -36,4 +36,15 @@ void log_softmax_grad(const float* y, const float* g, float* dx, int64_t outer, 
 void logsumexp_grad(const float* x, const Shape& full, const float* lse, const float* g, const Shape& kept,
                     float* dx, Isa isa = active_isa());
 
+// Softmax cross-entropy against integer labels over (rows, n) logits, without writing
+// probabilities: loss[r] = -log(softmax(x[r])[labels[r]]), computed as TensorFlow's
+// sparse_softmax_cross_entropy_with_logits does. max[r] and sum[r] (of exp(x - max)) are
+// what the backward needs besides x. A row holding inf or NaN gives NaN.
+// REQUIRES: n >= 1, every label in [0, n).
+void sparse_softmax_cross_entropy(const float* x, const int64_t* labels, float* loss, float* max, float* sum,
+                                  int64_t rows, int64_t n, Isa isa = active_isa());
+// Its backward, one pass: dx[r, i] = g[r] * (exp(x[r, i] - max[r]) / sum[r] - (i == labels[r])).
+void sparse_softmax_cross_entropy_grad(const float* x, const int64_t* labels, const float* max, const float* sum,
+                                       const float* g, float* dx, int64_t rows, int64_t n, Isa isa = active_isa());
+
 }  // namespace chorus::backend::cpu
