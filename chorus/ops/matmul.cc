@@ -229,8 +229,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Matmul
   if (sharded::any(a, b) || sharded::any(bias)) return matmul(a, b, options) + bias;
   check_dtypes(a, b);
   const Layout l = resolve(a, b, options);
-  const bool fused = l.k > 0 && bias.defined() && bias.rank() == 1 && bias.dim(0) == l.n &&
-                     bias.dtype() == a.dtype() && l.out.rank() >= 1 && l.out.dim(-1) == l.n;
+  // A 1-D b drops the result's N axis; its bias broadcasts as an add does.
+  const bool fused = l.k > 0 && b.rank() >= 2 && bias.defined() && bias.rank() == 1 && bias.dim(0) == l.n &&
+                     bias.dtype() == a.dtype();
   if (!fused) return matmul(a, b, options) + bias;
   Tensor out = Tensor::empty(l.out, a.dtype());
   if (out.numel() > 0) {

@@ -274,6 +274,8 @@ TEST(MatmulBiasTest, OtherBiasesBroadcastAsAnAdd) {
   const Tensor a = random_tensor({3, 4}, 1), b = random_tensor({4, 5}, 2);
   const Tensor column = random_tensor({3, 1}, 3);  // not a (N,) vector: a separate add
   EXPECT_TRUE(tensors_near(ops::matmul(a, b, column), ops::matmul(a, b) + column, 0, 0));
+  const Tensor vector = random_tensor({4}, 5), per_row = random_tensor({3}, 6);  // (3, 4) @ (4,) -> (3,)
+  EXPECT_TRUE(tensors_near(ops::matmul(a, vector, per_row), ops::matmul(a, vector) + per_row, 0, 0));
   EXPECT_THAT([&] { ops::matmul(a, b, random_tensor({4}, 4)); }, ThrowsMessage<ShapeError>(HasSubstr("(3, 5)")));
 }
 
