@@ -53,28 +53,44 @@ Tensor checked_labels(const std::string& name, const Tensor& y_true, const Shape
   return labels;
 }
 
-// -log_softmax(logits)[label] per row. logits: (rows, classes) float32 in memory (any
-// leading shape), labels: (rows,) int64, checked. One pass each way and no (rows,
-// classes) buffer but the gradient: the backward rereads the logits (the caller's y_pred,
-// alive anyway) with each row's max and exp-sum.
+// Calls fn(const T* data) with T float or bfloat16, logits' dtype.
+template <class Fn>
+void with_logits_type(const Tensor& logits, Fn&& fn) {
+  if (logits.dtype() == kBFloat16) {
+    fn(logits.data<bfloat16>());
+  } else {
+    fn(logits.data<float>());
+  }
+}
+
+// -log_softmax(logits)[label] per row, in float32. logits: (rows, classes) float32 or
+// bfloat16 in memory (any leading shape), labels: (rows,) int64, checked. One pass each
+// way and no (rows, classes) buffer but the gradient, in the logits' dtype: the backward
+// rereads the logits (the caller's y_pred, alive anyway) with each row's max and exp-sum.
+// bfloat16 logits are widened as they load, not copied to float32 first.
 Tensor sparse_softmax_crossentropy(const Tensor& logits, const Tensor& labels, const Shape& out_shape) {
   const int64_t rows = labels.numel(), classes = logits.dim(-1);
   Tensor max = Tensor::empty(Shape{rows}, kFloat32), sum = Tensor::empty(Shape{rows}, kFloat32);
   Tensor out = Tensor::empty(out_shape, kFloat32);
   if (rows > 0) {
-    backend::cpu::sparse_softmax_cross_entropy(logits.data<float>(), labels.data<int64_t>(), out.data<float>(),
-                                               max.data<float>(), sum.data<float>(), rows, classes);
+    with_logits_type(logits, [&](const auto* x) {
+      backend::cpu::sparse_softmax_cross_entropy(x, labels.data<int64_t>(), out.data<float>(), max.data<float>(),
+                                                 sum.data<float>(), rows, classes);
+    });
   }
   autograd::record("sparse_categorical_crossentropy", {logits}, {out}, [&] {
     return [logits, labels, max, sum](std::span<const Tensor> g) {
       if (!g[0].defined()) return std::vector<Tensor>{Tensor()};
       const int64_t rows = labels.numel(), classes = logits.dim(-1);
       const Tensor g_rows = internal::as_float32(g[0]);
-      Tensor dx = Tensor::empty(logits.shape(), kFloat32);
+      Tensor dx = Tensor::empty(logits.shape(), logits.dtype());
       if (rows > 0 && classes > 0) {
-        backend::cpu::sparse_softmax_cross_entropy_grad(logits.data<float>(), labels.data<int64_t>(),
-                                                        max.data<float>(), sum.data<float>(), g_rows.data<float>(),
-                                                        dx.data<float>(), rows, classes);
+        with_logits_type(logits, [&](const auto* x) {
+          using T = std::remove_cvref_t<decltype(*x)>;
+          backend::cpu::sparse_softmax_cross_entropy_grad(x, labels.data<int64_t>(), max.data<float>(),
+                                                          sum.data<float>(), g_rows.data<float>(),
+                                                          static_cast<T*>(dx.raw_data()), rows, classes);
+        });
       }
       return std::vector<Tensor>{dx};
     };
@@ -117,6 +133,7 @@ Tensor sparse_values(const std::string& name, const Tensor& y_true, const Tensor
                             y_true.shape().to_string());
   }
   const Tensor labels = checked_labels(name, y_true, batch_shape, y_pred.dim(-1));
+  if (from_logits && y_pred.dtype() == kBFloat16) return sparse_softmax_crossentropy(y_pred, labels, batch_shape);
   const Tensor pred = internal::as_float32(y_pred);
   return from_logits ? sparse_softmax_crossentropy(pred, labels, batch_shape)
                      : sparse_probability_crossentropy(pred, labels, batch_shape);

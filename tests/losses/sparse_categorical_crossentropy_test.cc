@@ -2,6 +2,8 @@
 // its gradient, probabilities, label dtypes and shapes, weights, and every error.
 #include "chorus/losses/sparse_categorical_crossentropy.h"
 
+#include <cstring>
+
 #include "chorus/autograd/tape.h"
 #include "chorus/ops/ops.h"
 #include "tests/losses/loss_reference.h"
@@ -93,6 +95,25 @@ TEST(SparseCategoricalCrossentropyTest, BFloat16LogitsComputeInFloat32) {
   const Tensor out = losses::sparse_categorical_crossentropy(labels, x, true);
   EXPECT_EQ(out.dtype(), kFloat32);
   EXPECT_TRUE(tensors_near(out, sparse_crossentropy_reference(labels, x, true)));
+}
+
+TEST(SparseCategoricalCrossentropyTest, BFloat16LogitsAreReadInPlaceWithTheFloat32Results) {
+  // Read without a float32 copy, they give the float32 path's loss bits, and its gradient
+  // rounded once to bfloat16 (what the gradient of a cast to float32 would be).
+  for (const int64_t classes : {6, 4099}) {
+    const Tensor x = ops::cast(random_tensor({5, classes}, 9, -8, 8), kBFloat16), labels = labels_of({5}, classes, 10);
+    const Tensor wide = ops::cast(x, kFloat32), g = from_values({1.f, -0.5f, 2.f, 0.25f, 3.f});
+    autograd::GradientTape tape(/*persistent=*/true);
+    tape.watch(x);
+    tape.watch(wide);
+    const Tensor loss = losses::sparse_categorical_crossentropy(labels, x, true);
+    const Tensor wide_loss = losses::sparse_categorical_crossentropy(labels, wide, true);
+    EXPECT_EQ(std::memcmp(loss.data<float>(), wide_loss.data<float>(), 5 * 4), 0) << classes;
+    const Tensor dx = tape.gradient(loss, {x}, g)[0], wide_dx = tape.gradient(wide_loss, {wide}, g)[0];
+    ASSERT_EQ(dx.dtype(), kBFloat16);
+    const Tensor rounded = ops::cast(wide_dx, kBFloat16);
+    EXPECT_EQ(std::memcmp(dx.raw_data(), rounded.raw_data(), static_cast<size_t>(dx.numel()) * 2), 0) << classes;
+  }
 }
 
 TEST(SparseCategoricalCrossentropyTest, ClassAndFunctionAgree) {

@@ -77,6 +77,17 @@ struct Simd {
     return load(buf);
   }
   static void store(float* p, F v) { std::memcpy(p, &v, kBytes); }
+  // The first n <= kLanes lanes rounded to bfloat16 as bfloat16(float) rounds: to nearest,
+  // ties to even; a NaN stays a quiet NaN.
+  static void store(bfloat16* p, F v) { store_partial(p, v, kLanes); }
+  static void store_partial(bfloat16* p, F v, int64_t n) {
+    U bits;
+    std::memcpy(&bits, &v, kBytes);
+    const U rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+    const U out = (bits & 0x7fffffffu) > 0x7f800000u ? (bits >> 16) | 0x40u : rounded;
+    const H half = __builtin_convertvector(out, H);
+    std::memcpy(static_cast<void*>(p), &half, static_cast<size_t>(n) * 2);
+  }
   static void store_partial(float* p, F v, int64_t n) {
     float buf[kLanes];
     store(buf, v);
@@ -333,8 +344,8 @@ template <int B>
 }
 
 // sum(exp(x - shift)), storing the terms in y when kStore.
-template <int B, bool kStore>
-float exp_sum(const float* x, float* y, int64_t n, float shift) {
+template <int B, bool kStore, class T>
+float exp_sum(const T* x, float* y, int64_t n, float shift) {
   using S = Simd<B>;
   constexpr int L = S::kLanes;
   const typename S::F s = S::splat(shift);
@@ -407,15 +418,45 @@ void logsumexp_rows(const float* x, float* out, int64_t rows, int64_t n) {
 
 // loss[r] = log(s) - (x[r, label[r]] - m), with m the row's max and s = sum(exp(x - m)):
 // TensorFlow's order, exact for logits near 1000. Keeps m and s for the backward.
-template <int B>
-void sparse_cross_entropy_rows(const float* x, const int64_t* labels, int64_t rows, int64_t n, float* loss,
-                               float* max, float* sum) {
+template <int B, class T>
+void sparse_cross_entropy_rows(const T* x, const int64_t* labels, int64_t rows, int64_t n, float* loss, float* max,
+                               float* sum) {
   for (int64_t r = 0; r < rows; ++r, x += n) {
     const float m = extreme_run<B, true>(x, n);
     const float s = exp_sum<B, false>(x, nullptr, n, m);
-    loss[r] = __builtin_logf(s) - (x[labels[r]] - m);
+    loss[r] = __builtin_logf(s) - (to_float(x[labels[r]]) - m);
     max[r] = m;
     sum[r] = s;
+  }
+}
+
+// dx[r, i] = g[r] * (exp(x[r, i] - max[r]) / sum[r] - (i == labels[r])), in float32 and
+// stored once in T (bfloat16 rounds once, as a float32 gradient cast to it would).
+template <int B, class T>
+void sparse_cross_entropy_grad_rows(const T* x, const int64_t* labels, const float* max, const float* sum,
+                                    const float* g, T* dx, int64_t rows, int64_t n) {
+  using S = Simd<B>;
+  constexpr int L = S::kLanes;
+  for (int64_t r = 0; r < rows; ++r, x += n, dx += n) {
+    const float scale = g[r] / sum[r];
+    const typename S::F shift = S::splat(max[r]);
+    const bool dead = max[r] == -kInf;  // an all -inf row: exp gives 0, not NaN
+    for (int64_t i = 0; i < n; i += L) {
+      const int64_t len = n - i < L ? n - i : L;
+      const auto xv = len == L ? S::load(x + i) : S::load_partial(x + i, len, 0.f);
+      typename S::F e = dead ? S::splat(0.f) : exp_vec<B>(xv - shift) * scale;
+      if (labels[r] >= i && labels[r] < i + len) {
+        float lanes[L];
+        S::store(lanes, e);
+        lanes[labels[r] - i] -= g[r];
+        e = S::load(lanes);
+      }
+      if (len == L) {
+        S::store(dx + i, e);
+      } else {
+        S::store_partial(dx + i, e, len);
+      }
+    }
   }
 }
 
@@ -553,7 +594,10 @@ constexpr ReduceKernelTable make_reduce_table() {
       .softmax_rows = &softmax_rows<B>,
       .log_softmax_rows = &log_softmax_rows<B>,
       .logsumexp_rows = &logsumexp_rows<B>,
-      .sparse_cross_entropy_rows = &sparse_cross_entropy_rows<B>,
+      .sparse_cross_entropy_rows_f32 = &sparse_cross_entropy_rows<B, float>,
+      .sparse_cross_entropy_rows_bf16 = &sparse_cross_entropy_rows<B, bfloat16>,
+      .sparse_cross_entropy_grad_rows_f32 = &sparse_cross_entropy_grad_rows<B, float>,
+      .sparse_cross_entropy_grad_rows_bf16 = &sparse_cross_entropy_grad_rows<B, bfloat16>,
       .softmax_grad_rows = &softmax_grad_rows<B>,
       .log_softmax_grad_rows = &log_softmax_grad_rows<B>,
       .exp_shift_scale = &exp_shift_scale<B>,

@@ -44,8 +44,16 @@ struct ReduceKernelTable {
   void (*logsumexp_rows)(const float* x, float* out, int64_t rows, int64_t n);
   // loss[r] = log(sum(exp(x - m))) - (x[labels[r]] - m) with m the row's max; keeps m in
   // max[r] and the sum in sum[r]. REQUIRES: labels in [0, n).
-  void (*sparse_cross_entropy_rows)(const float* x, const int64_t* labels, int64_t rows, int64_t n, float* loss,
-                                    float* max, float* sum);
+  void (*sparse_cross_entropy_rows_f32)(const float* x, const int64_t* labels, int64_t rows, int64_t n, float* loss,
+                                        float* max, float* sum);
+  void (*sparse_cross_entropy_rows_bf16)(const bfloat16* x, const int64_t* labels, int64_t rows, int64_t n,
+                                         float* loss, float* max, float* sum);
+  // Its backward: dx = g * (exp(x - max) / sum - one_hot(labels)), computed in float32.
+  void (*sparse_cross_entropy_grad_rows_f32)(const float* x, const int64_t* labels, const float* max,
+                                             const float* sum, const float* g, float* dx, int64_t rows, int64_t n);
+  void (*sparse_cross_entropy_grad_rows_bf16)(const bfloat16* x, const int64_t* labels, const float* max,
+                                              const float* sum, const float* g, bfloat16* dx, int64_t rows,
+                                              int64_t n);
   // dx = y * (g - sum(g * y)) per row.
   void (*softmax_grad_rows)(const float* y, const float* g, float* dx, int64_t rows, int64_t n);
   // dx = g - exp(y) * sum(g) per row.

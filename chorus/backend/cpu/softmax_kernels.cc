@@ -102,23 +102,51 @@ void logsumexp_grad(const float* x, const Shape& full, const float* lse, const f
   });
 }
 
-void sparse_softmax_cross_entropy(const float* x, const int64_t* labels, float* loss, float* max, float* sum,
-                                  int64_t rows, int64_t n, Isa isa) {
-  const auto rows_fn = reduce_kernel_table(isa).sparse_cross_entropy_rows;
+namespace {
+
+auto cross_entropy_fn(const ReduceKernelTable& t, const float*) { return t.sparse_cross_entropy_rows_f32; }
+auto cross_entropy_fn(const ReduceKernelTable& t, const bfloat16*) { return t.sparse_cross_entropy_rows_bf16; }
+auto cross_entropy_grad_fn(const ReduceKernelTable& t, const float*) { return t.sparse_cross_entropy_grad_rows_f32; }
+auto cross_entropy_grad_fn(const ReduceKernelTable& t, const bfloat16*) {
+  return t.sparse_cross_entropy_grad_rows_bf16;
+}
+
+template <class T>
+void cross_entropy(const T* x, const int64_t* labels, float* loss, float* max, float* sum, int64_t rows, int64_t n,
+                   Isa isa) {
+  const auto rows_fn = cross_entropy_fn(reduce_kernel_table(isa), x);
   over_rows(rows, n, [&](int64_t b, int64_t count) {
     rows_fn(x + b * n, labels + b, count, n, loss + b, max + b, sum + b);
   });
 }
 
+template <class T>
+void cross_entropy_grad(const T* x, const int64_t* labels, const float* max, const float* sum, const float* g, T* dx,
+                        int64_t rows, int64_t n, Isa isa) {
+  const auto rows_fn = cross_entropy_grad_fn(reduce_kernel_table(isa), x);
+  over_rows(rows, n, [&](int64_t b, int64_t count) {
+    rows_fn(x + b * n, labels + b, max + b, sum + b, g + b, dx + b * n, count, n);
+  });
+}
+
+}  // namespace
+
+void sparse_softmax_cross_entropy(const float* x, const int64_t* labels, float* loss, float* max, float* sum,
+                                  int64_t rows, int64_t n, Isa isa) {
+  cross_entropy(x, labels, loss, max, sum, rows, n, isa);
+}
+void sparse_softmax_cross_entropy(const bfloat16* x, const int64_t* labels, float* loss, float* max, float* sum,
+                                  int64_t rows, int64_t n, Isa isa) {
+  cross_entropy(x, labels, loss, max, sum, rows, n, isa);
+}
+
 void sparse_softmax_cross_entropy_grad(const float* x, const int64_t* labels, const float* max, const float* sum,
                                        const float* g, float* dx, int64_t rows, int64_t n, Isa isa) {
-  const auto exp_fn = reduce_kernel_table(isa).exp_shift_scale;
-  over_rows(rows, n, [&](int64_t b, int64_t count) {
-    for (int64_t r = b; r < b + count; ++r) {
-      exp_fn(x + r * n, dx + r * n, n, max[r], g[r] / sum[r]);
-      dx[r * n + labels[r]] -= g[r];
-    }
-  });
+  cross_entropy_grad(x, labels, max, sum, g, dx, rows, n, isa);
+}
+void sparse_softmax_cross_entropy_grad(const bfloat16* x, const int64_t* labels, const float* max, const float* sum,
+                                       const float* g, bfloat16* dx, int64_t rows, int64_t n, Isa isa) {
+  cross_entropy_grad(x, labels, max, sum, g, dx, rows, n, isa);
 }
 
 }  // namespace chorus::backend::cpu

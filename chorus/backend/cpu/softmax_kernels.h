@@ -37,14 +37,21 @@ void logsumexp_grad(const float* x, const Shape& full, const float* lse, const f
                     float* dx, Isa isa = active_isa());
 
 // Softmax cross-entropy against integer labels over (rows, n) logits, without writing
-// probabilities: loss[r] = -log(softmax(x[r])[labels[r]]), computed as TensorFlow's
-// sparse_softmax_cross_entropy_with_logits does. max[r] and sum[r] (of exp(x - max)) are
-// what the backward needs besides x. A row holding inf or NaN gives NaN.
-// REQUIRES: n >= 1, every label in [0, n).
+// probabilities: loss[r] = -log(softmax(x[r])[labels[r]]), computed in float32 as
+// TensorFlow's sparse_softmax_cross_entropy_with_logits does (bfloat16 logits widen as
+// they load). max[r] and sum[r] (of exp(x - max)) are what the backward needs besides x.
+// A row holding inf or NaN gives NaN. REQUIRES: n >= 1, every label in [0, n).
 void sparse_softmax_cross_entropy(const float* x, const int64_t* labels, float* loss, float* max, float* sum,
                                   int64_t rows, int64_t n, Isa isa = active_isa());
-// Its backward, one pass: dx[r, i] = g[r] * (exp(x[r, i] - max[r]) / sum[r] - (i == labels[r])).
+void sparse_softmax_cross_entropy(const bfloat16* x, const int64_t* labels, float* loss, float* max, float* sum,
+                                  int64_t rows, int64_t n, Isa isa = active_isa());
+// Its backward, one pass: dx[r, i] = g[r] * (exp(x[r, i] - max[r]) / sum[r] - (i == labels[r])),
+// in float32, rounded once to bfloat16 for bfloat16 logits (what a float32 gradient cast
+// back would give).
 void sparse_softmax_cross_entropy_grad(const float* x, const int64_t* labels, const float* max, const float* sum,
                                        const float* g, float* dx, int64_t rows, int64_t n, Isa isa = active_isa());
+void sparse_softmax_cross_entropy_grad(const bfloat16* x, const int64_t* labels, const float* max, const float* sum,
+                                       const float* g, bfloat16* dx, int64_t rows, int64_t n,
+                                       Isa isa = active_isa());
 
 }  // namespace chorus::backend::cpu
