@@ -1,8 +1,8 @@
-// Softmax-family kernels for chorus/ops/softmax.cc: one fused, max-shifted pass per row
-// (no overflow for inputs like 1000), on float32 arrays viewed as (outer, n, inner) and
-// normalised along n. Rows (inner == 1) go straight to the vector kernels; other axes
-// are transposed to rows and back. Rows are independent, so results do not depend on
-// the thread count. Thread-safe: no shared state.
+// Softmax-family kernels for chorus/ops/softmax.cc and the sparse cross-entropy loss: one
+// fused, max-shifted pass per row (no overflow for inputs like 1000), on float32 arrays
+// viewed as (outer, n, inner) and normalised along n. Rows (inner == 1) go straight to
+// the vector kernels; other axes are transposed to rows and back. Rows are independent,
+// so results do not depend on the thread count. Thread-safe: no shared state.
 #pragma once
 
 #include <cstdint>
