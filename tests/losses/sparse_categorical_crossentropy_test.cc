@@ -114,6 +114,14 @@ TEST(SparseCategoricalCrossentropyTest, BFloat16LogitsAreReadInPlaceWithTheFloat
     const Tensor rounded = ops::cast(wide_dx, kBFloat16);
     EXPECT_EQ(std::memcmp(dx.raw_data(), rounded.raw_data(), static_cast<size_t>(dx.numel()) * 2), 0) << classes;
   }
+  // A tie: softmax 1/2 times g = 1 + 3/256 is 0x3F018000, halfway between two bfloat16
+  // values; to nearest even it is 0x3F02 (0.5078125), not 0x3F01.
+  const Tensor even = ops::cast(zeros({1, 2}), kBFloat16);
+  autograd::GradientTape tape;
+  tape.watch(even);
+  const Tensor loss = losses::sparse_categorical_crossentropy(from_values<int64_t>({0}), even, true);
+  const Tensor dx = tape.gradient(loss, {even}, from_values({1.01171875f}))[0];
+  EXPECT_EQ(ops::cast(dx, kFloat32).to_vector<float>(), (std::vector<float>{-0.5078125f, 0.5078125f}));
 }
 
 TEST(SparseCategoricalCrossentropyTest, ClassAndFunctionAgree) {
