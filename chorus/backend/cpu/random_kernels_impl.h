@@ -83,16 +83,9 @@ struct PhiloxLanes {
   }
 };
 
-inline void store_mask(float* out, float v) { *out = v; }
-inline void store_mask(bfloat16* out, float v) {  // 0, or a keep scale rounded to nearest even
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  out->bits = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-
 // Branch-free: a data-dependent branch would mispredict half the time at rate 0.5.
-template <int kBytes, class T>
-void dropout_mask(uint64_t key, uint64_t first_block, int skip, uint32_t threshold, float keep_scale, T* out,
+template <int kBytes, class Bits>
+void dropout_mask(uint64_t key, uint64_t first_block, int skip, uint32_t threshold, Bits keep_bits, Bits* out,
                   int64_t n) {
   using P = PhiloxLanes<kBytes>;
   uint32_t words[4 * P::kBlocks];
@@ -100,7 +93,9 @@ void dropout_mask(uint64_t key, uint64_t first_block, int skip, uint32_t thresho
     P::blocks(key, first_block, words);
     const int64_t take = std::min<int64_t>(4 * P::kBlocks - skip, n - i);
     const uint32_t* w = words + skip;
-    for (int64_t e = 0; e < take; ++e) store_mask(out + i + e, static_cast<float>((w[e] >> 8) >= threshold) * keep_scale);
+    for (int64_t e = 0; e < take; ++e) {
+      out[i + e] = static_cast<Bits>(keep_bits & (Bits{0} - static_cast<Bits>((w[e] >> 8) >= threshold)));
+    }
     i += take;
   }
 }
@@ -108,8 +103,8 @@ void dropout_mask(uint64_t key, uint64_t first_block, int skip, uint32_t thresho
 template <int kBytes>
 constexpr RandomKernelTable make_random_table() {
   return RandomKernelTable{
-      .dropout_mask_f32 = &dropout_mask<kBytes, float>,
-      .dropout_mask_bf16 = &dropout_mask<kBytes, bfloat16>,
+      .dropout_mask32 = &dropout_mask<kBytes, uint32_t>,
+      .dropout_mask16 = &dropout_mask<kBytes, uint16_t>,
   };
 }
 

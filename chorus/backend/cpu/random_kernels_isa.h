@@ -6,17 +6,17 @@
 #include <cstdint>
 
 #include "chorus/backend/cpu/isa.h"
-#include "chorus/core/bfloat16.h"
 
 namespace chorus::backend::cpu {
 
 struct RandomKernelTable {
-  // out[i] for i < n: the mask of element first_block * 4 + skip + i (random_kernels.h).
+  // out[i] for i < n: the mask of element first_block * 4 + skip + i (random_kernels.h),
+  // written as bits: keep_bits (the keep scale's float32 or bfloat16 pattern) or 0.
   // REQUIRES: skip < 4.
-  void (*dropout_mask_f32)(uint64_t key, uint64_t first_block, int skip, uint32_t threshold, float keep_scale,
-                           float* out, int64_t n);
-  void (*dropout_mask_bf16)(uint64_t key, uint64_t first_block, int skip, uint32_t threshold, float keep_scale,
-                            bfloat16* out, int64_t n);
+  void (*dropout_mask32)(uint64_t key, uint64_t first_block, int skip, uint32_t threshold, uint32_t keep_bits,
+                         uint32_t* out, int64_t n);
+  void (*dropout_mask16)(uint64_t key, uint64_t first_block, int skip, uint32_t threshold, uint16_t keep_bits,
+                         uint16_t* out, int64_t n);
 };
 
 // The table for `isa`. REQUIRES: the CPU supports isa.
