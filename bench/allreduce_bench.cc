@@ -14,8 +14,8 @@
 
 #include "bench/bench_util.h"
 #include "chorus/backend/cpu/parallel.h"
+#include "chorus/comm/local_communicator.h"
 #include "chorus/core/creation.h"
-#include "chorus/distribute/local_communicator.h"
 
 namespace chorus {
 namespace {
@@ -56,7 +56,7 @@ void reference_sum(float* a, float* b, int64_t n, int rank, std::barrier<>& done
 }
 
 void run_size(int64_t n) {
-  std::vector<std::unique_ptr<distribute::Communicator>> comms = distribute::make_local_communicators(kThreads);
+  std::vector<std::unique_ptr<comm::Communicator>> comms = comm::make_local_communicators(kThreads);
   // Ones double every call and reach inf after ~128 calls: inf adds at full speed (only
   // denormals are slow), so the values do not affect the timing.
   std::vector<Tensor> buffers = {ones({n}), ones({n})};

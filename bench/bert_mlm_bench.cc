@@ -283,7 +283,7 @@ std::unique_ptr<models::BertMaskedLM> make_peer_model(int64_t vocabulary_size, i
   layers::set_random_seed(0);
   std::optional<distribution::DistributionScope> scope;
   if (devices > 0) {
-    distribute::set_cpu_devices(devices);
+    chorus::set_cpu_devices(devices);
     scope.emplace(distribute::MirroredStrategy().scope());
   }
   auto model = std::make_unique<models::BertMaskedLM>(models::BertBackboneConfig{

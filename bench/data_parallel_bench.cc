@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     if (flag == "--batch") batches.push_back(std::atoll(argv[i + 1]));
   }
   if (batches.empty()) batches = {512, 64, 2048};
-  ch::distribute::set_cpu_devices(2);      // two logical devices, one core each here
+  ch::set_cpu_devices(2);      // two logical devices, one core each here
   ch::backend::cpu::set_intra_op_threads(1);  // the single device: one core
   for (int64_t batch : batches) {
     Setup one = make(1, batch, steps), two = make(2, batch, steps);

@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     if (flag == "--repeats") repeats = std::atoi(argv[i + 1]);
     if (flag == "--width") width = std::atoll(argv[i + 1]);
   }
-  ch::distribute::set_cpu_devices(4);        // two for tensor_parallel, four for memory_budget
+  ch::set_cpu_devices(4);        // two for tensor_parallel, four for memory_budget
   ch::backend::cpu::set_intra_op_threads(1);  // the single device: one core
   tensor_parallel(width, 256, steps, repeats);
   memory_budget(width);

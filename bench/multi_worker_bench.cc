@@ -41,10 +41,11 @@
 
 #include "bench/bench_util.h"
 #include "chorus/chorus.h"
-#include "chorus/distribute/gloo_communicator.h"
-#include "chorus/distribute/gradient_reducer.h"
-#include "chorus/distribute/tcp_store.h"
-#include "chorus/distribute/worker_group.h"
+#include "chorus/cluster/tcp_store.h"
+#include "chorus/cluster/worker_group.h"
+#include "chorus/comm/gloo_communicator.h"
+#include "chorus/distribution/initialize.h"
+#include "chorus/replicas/gradient_reducer.h"
 #include "tests/testing/worker_process.h"
 #include "tools/chorus/recipes/retrieval_tutorial.h"
 
@@ -67,9 +68,9 @@ double process_cpu_seconds() {
 // ---- worker roles: each returns rank 0's record --------------------------------------
 
 json allreduce_role(int repeats) {
-  const distribute::ClusterSpec cluster = distribute::discover_cluster();
-  distribute::TcpStore store(cluster);
-  distribute::GlooCommunicator chorus_comm(cluster, store, {.hostname = "127.0.0.1"});
+  const cluster::ClusterSpec cluster = cluster::discover_cluster();
+  cluster::TcpStore store(cluster);
+  comm::GlooCommunicator chorus_comm(cluster.rank, cluster.world_size, store, {.hostname = "127.0.0.1"});
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
   auto raw = std::make_shared<gloo::rendezvous::Context>(cluster.rank, cluster.world_size);
@@ -179,7 +180,7 @@ json overlap_role(int repeats) {
   // has, so nothing can hide it.
   const auto weights = model->trainable_weights();
   const std::vector<int64_t> buckets =
-      distribute::GradientReducer::plan_buckets(weights, distribute::gradient_bucket_bytes_from_env());
+      replicas::GradientReducer::plan_buckets(weights, replicas::gradient_bucket_bytes_from_env());
   const int64_t early = params - buckets.back();
   const double comm = comm_of(grads);
   const double comm_cpu = median(cpu_times);
@@ -215,7 +216,7 @@ class ValidationTimer : public models::Callback {
 // validation included (total_wall_s); steps/s over the training time alone, with the
 // steps the optimizer took.
 json retrieval_role(const std::string& data_dir) {
-  distribution::initialize(distribute::discover_cluster());
+  distribution::initialize(cluster::discover_cluster());
   layers::set_random_seed(42);
   const recipes::RetrievalDatasets datasets = recipes::get_retrieval_datasets(data_dir);
   for (const data::Dataset& ds : {datasets.train, datasets.test}) {
@@ -224,7 +225,7 @@ json retrieval_role(const std::string& data_dir) {
   }
   recipes::RetrievalModel model(datasets.users_count + 1, datasets.movies_count + 1);
   {
-    auto scope = distribution::DataParallel(distribute::list_devices()).scope();
+    auto scope = distribution::DataParallel(chorus::list_devices()).scope();
     model.compile({.optimizer = optimizers::Adagrad(0.2)});
   }
   distribution::worker_group()->communicator().barrier();
@@ -273,10 +274,10 @@ class SplitTablesTwoTower : public models::Model {
 // each table and of its Adagrad accumulators.
 json distributed_embedding_role(const std::string& data_dir, int repeats) {
   constexpr int64_t kRows = 1'000'000, kBatch = 1000;
-  distribution::initialize(distribute::discover_cluster());
+  distribution::initialize(cluster::discover_cluster());
   layers::set_random_seed(42);
   const auto compile = [](models::Model& model) {
-    auto scope = distribution::DataParallel(distribute::list_devices()).scope();
+    auto scope = distribution::DataParallel(chorus::list_devices()).scope();
     model.compile({.optimizer = optimizers::Adagrad(0.2)});
   };
   SplitTablesTwoTower model(kRows);

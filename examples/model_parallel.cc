@@ -20,7 +20,7 @@ std::unique_ptr<ch::Model> make_model() {
 }
 
 int main() try {
-  ch::distribute::set_cpu_devices(8);  // as LogicalDeviceConfiguration: 8 devices on this CPU
+  ch::set_cpu_devices(8);  // as LogicalDeviceConfiguration: 8 devices on this CPU
   dist::DeviceMesh mesh_2d({2, 4}, {"data", "model"}, ch::devices());
   dist::LayoutMap layout_map(mesh_2d);
   // d1's kernel is split over the model axis (4 devices); every other weight is replicated.

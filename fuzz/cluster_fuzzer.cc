@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "chorus/distribute/cluster.h"
+#include "chorus/cluster/cluster.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -23,12 +23,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     value.resize(std::strlen(value.c_str()));
     env[std::string(line.substr(0, eq))] = value;
   }
-  const distribute::EnvLookup lookup = [&](const char* name) -> const char* {
+  const cluster::EnvLookup lookup = [&](const char* name) -> const char* {
     const auto it = env.find(std::string_view(name));
     return it == env.end() ? nullptr : it->second.c_str();
   };
   fuzz::expect_only_chorus_errors("discover_cluster", [&] {
-    const distribute::ClusterSpec spec = distribute::discover_cluster(lookup);
+    const cluster::ClusterSpec spec = cluster::discover_cluster(lookup);
     (void)spec.to_string();
   });
   return 0;

@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <vector>
 
-#include "chorus/distribute/store_wire.h"
+#include "chorus/cluster/store_wire.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace chorus::distribute::store_wire;
+  using namespace chorus::cluster::store_wire;
   const std::vector<char> bytes(data, data + size);
   std::vector<char> in = bytes;
   size_t consumed = 0;

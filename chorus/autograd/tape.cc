@@ -12,6 +12,7 @@
 namespace chorus::autograd {
 namespace {
 
+// The recording switch: the tape that records ops made on this thread.
 thread_local GradientTape* t_current_tape = nullptr;
 // The row streams offered to the backward function running on this thread, by input.
 thread_local std::span<const RowStream* const> t_row_streams;

@@ -10,9 +10,9 @@
 #include <fmt/ranges.h>
 
 #include "chorus/callbacks/backup_files.h"
+#include "chorus/cluster/worker_group.h"
 #include "chorus/core/error.h"
-#include "chorus/distribute/distribution.h"
-#include "chorus/distribute/worker_group.h"
+#include "chorus/distribution/distribution.h"
 #include "chorus/models/model.h"
 
 namespace chorus::callbacks {
@@ -23,13 +23,13 @@ namespace fs = std::filesystem;
 // Backups kept: the newest, and the one before it in case the newest turns out damaged.
 constexpr size_t kBackupsKept = 2;
 
-distribute::WorkerGroup* workers_of(const models::Model& model) {
+cluster::WorkerGroup* workers_of(const models::Model& model) {
   return model.distribution() ? model.distribution()->workers().get() : nullptr;
 }
 
 // Runs `write` on rank 0 of a multi-worker job (the others wait for it), or here alone.
 void on_chief(const models::Model& model, const std::function<void()>& write) {
-  if (distribute::WorkerGroup* workers = workers_of(model)) {
+  if (cluster::WorkerGroup* workers = workers_of(model)) {
     workers->on_chief_then_barrier(write);
   } else {
     write();
@@ -53,7 +53,7 @@ void BackupAndRestore::on_train_begin(const models::Logs& /*logs*/) {
   total_steps_ = 0;
   auto backups = list_backups(backup_dir_);
   // Every worker restores what rank 0 sees as the newest backup (or nothing).
-  if (distribute::WorkerGroup* workers = workers_of(model())) {
+  if (cluster::WorkerGroup* workers = workers_of(model())) {
     const uint64_t none = std::numeric_limits<uint64_t>::max();
     const uint64_t newest = workers->chief_value(backups.empty() ? none : static_cast<uint64_t>(backups[0].first));
     std::erase_if(backups, [&](const auto& b) { return newest == none || static_cast<uint64_t>(b.first) > newest; });
@@ -73,7 +73,7 @@ void BackupAndRestore::on_train_begin(const models::Logs& /*logs*/) {
         std::cout << fmt::format("BackupAndRestore: resuming from {} (epoch {}, batch {})\n", dir.string(),
                                  state.epoch + 1, state.step);
       }
-      model().resume_fit(std::move(state));
+      fit().resume_fit(std::move(state));
       return;
     } catch (const DamagedBackupError& e) {
       std::cerr << "BackupAndRestore: warning: " << e.what() << "; trying the previous backup\n";
@@ -104,7 +104,7 @@ void BackupAndRestore::on_train_end(const models::Logs& /*logs*/) {
 }
 
 void BackupAndRestore::backup() {
-  models::FitState state = model().fit_state();
+  models::FitState state = fit().fit_state();
   const fs::path dir = backup_dir_ / backup_name(state.total_steps);
   auto write = [backup_dir = backup_dir_, dir](const BackupSnapshot& snapshot) {
     std::error_code ec;

@@ -109,7 +109,7 @@ void write_plain_file(const fs::path& path, const std::string& bytes) {
 std::string backup_name(int64_t steps) { return fmt::format("{}{:012d}", kPrefix, steps); }
 
 BackupSnapshot take_backup_snapshot(const models::Model& model, models::FitState state,
-                                    distribute::WorkerGroup* workers) {
+                                    cluster::WorkerGroup* workers) {
   // Copies: training goes on updating the variables in place while the backup is written.
   return {model.name(), signature(model), models::whole_values(model.weights(), workers, /*copy=*/true),
           models::whole_values(model.optimizer().variables(), workers, /*copy=*/true), std::move(state)};

@@ -13,7 +13,7 @@
 #include "chorus/io/safetensors.h"
 #include "chorus/models/fit_state.h"
 
-namespace chorus::distribute {
+namespace chorus::cluster {
 class WorkerGroup;
 }
 
@@ -42,7 +42,7 @@ struct BackupSnapshot {
   models::FitState state;
 };
 BackupSnapshot take_backup_snapshot(const models::Model& model, models::FitState state,
-                                    distribute::WorkerGroup* workers);
+                                    cluster::WorkerGroup* workers);
 
 // Writes `snapshot` as the backup `dir` (atomically: a crash leaves the old `dir` or
 // none). Throws IOError.

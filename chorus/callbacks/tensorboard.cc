@@ -2,8 +2,9 @@
 
 #include <filesystem>
 
+#include "chorus/cluster/worker_group.h"
 #include "chorus/core/error.h"
-#include "chorus/distribute/worker_group.h"
+#include "chorus/distribution/initialize.h"
 #include "chorus/io/event_file_writer.h"
 #include "chorus/models/model.h"
 
@@ -25,7 +26,7 @@ TensorBoard::TensorBoard(TensorBoard&&) noexcept = default;
 TensorBoard& TensorBoard::operator=(TensorBoard&&) noexcept = default;
 
 bool TensorBoard::is_chief() {
-  const std::shared_ptr<distribute::WorkerGroup> group = distribution::worker_group();
+  const std::shared_ptr<cluster::WorkerGroup> group = distribution::worker_group();
   return group == nullptr || group->rank() == 0;
 }
 

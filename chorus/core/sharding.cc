@@ -3,6 +3,8 @@
 namespace chorus {
 namespace {
 
+// The mesh device a thread runs (set by the model-parallel runner for its step): ops below
+// the step interface read it to run their sharded forms.
 thread_local MeshContext* t_mesh = nullptr;
 thread_local bool t_local_view = false;
 

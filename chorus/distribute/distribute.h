@@ -2,10 +2,11 @@
 // tf.distribute's MirroredStrategy.
 #pragma once
 
-#include "chorus/distribute/devices.h"
-#include "chorus/distribute/distribution.h"
-#include "chorus/distribute/layout_map.h"
-#include "chorus/distribute/model_parallel.h"
+#include "chorus/cluster/worker_group.h"
+#include "chorus/core/devices.h"
 #include "chorus/distribute/mirrored_strategy.h"
 #include "chorus/distribute/multi_worker_mirrored_strategy.h"
-#include "chorus/distribute/worker_group.h"
+#include "chorus/distribution/distribution.h"
+#include "chorus/distribution/initialize.h"
+#include "chorus/distribution/layout_map.h"
+#include "chorus/distribution/model_parallel.h"

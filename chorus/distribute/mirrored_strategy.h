@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "chorus/distribute/distribution.h"
+#include "chorus/distribution/distribution.h"
 
 namespace chorus::distribute {
 

@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "chorus/distribute/cluster.h"
-#include "chorus/distribute/distribution.h"
+#include "chorus/cluster/cluster.h"
+#include "chorus/distribution/distribution.h"
 
 namespace chorus::distribute {
 
@@ -22,18 +22,18 @@ class MultiWorkerMirroredStrategy {
   // with every local device. Throws what distribution::initialize() throws.
   MultiWorkerMirroredStrategy();
   // Joins `cluster` with `devices` of this host (all when empty).
-  explicit MultiWorkerMirroredStrategy(const ClusterSpec& cluster, std::vector<Device> devices = {});
+  explicit MultiWorkerMirroredStrategy(const cluster::ClusterSpec& cluster, std::vector<Device> devices = {});
 
   // Replicas over all workers: local devices x workers.
   int num_replicas_in_sync() const { return distribution_->num_replicas(); }
   // This worker and the job (tf's cluster_resolver).
-  const ClusterSpec& cluster_resolver() const { return cluster_; }
+  const cluster::ClusterSpec& cluster_resolver() const { return cluster_; }
 
   distribution::DistributionScope scope() const { return distribution_->scope(); }
   const std::shared_ptr<distribution::DataParallel>& distribution() const { return distribution_; }
 
  private:
-  ClusterSpec cluster_;
+  cluster::ClusterSpec cluster_;
   std::shared_ptr<distribution::DataParallel> distribution_;
 };
 

@@ -1,9 +1,9 @@
 #include "chorus/layers/batch_normalization.h"
 
 #include "chorus/autograd/tape.h"
-#include "chorus/distribute/replica_context.h"
 #include "chorus/layers/layer_util.h"
 #include "chorus/ops/ops.h"
+#include "chorus/step/replica_context.h"
 
 namespace chorus::layers {
 
@@ -43,7 +43,7 @@ void BatchNormalization::update_moving_statistics(const Tensor& mean, const Tens
   Tensor new_variance = moving_variance_.value() * m + ops::reshape(variance, channels) * (1.0 - m);
   // Replicas share the variables: each offers its slice's update and the step applies
   // their row-weighted mean (TF's MirroredStrategy averages the replicas' updates too).
-  if (auto* replica = distribute::ReplicaContext::current()) {
+  if (auto* replica = step::ReplicaContext::current()) {
     replica->assign_mean(moving_mean_, new_mean);
     replica->assign_mean(moving_variance_, new_variance);
   } else {

@@ -5,9 +5,9 @@
 
 #include "chorus/backend/cpu/random_kernels.h"
 #include "chorus/core/creation.h"
-#include "chorus/distribute/replica_context.h"
 #include "chorus/layers/layer_util.h"
 #include "chorus/ops/ops.h"
+#include "chorus/step/replica_context.h"
 
 namespace chorus::layers {
 namespace {
@@ -80,7 +80,7 @@ Tensor Dropout::draw_mask(const Shape& shape, DType dtype) {
   // is split, nor on whether it is split at all.
   uint64_t key;
   int64_t first = 0;
-  if (auto* replica = distribute::ReplicaContext::current()) {
+  if (auto* replica = step::ReplicaContext::current()) {
     const uint64_t index = replica->call_in_step(this);
     uint64_t call;
     {

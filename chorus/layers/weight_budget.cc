@@ -5,6 +5,7 @@
 namespace chorus::layers {
 namespace {
 
+// The loading thread's scope (weight_budget.h); layers are built on the thread that loads.
 thread_local WeightBudget* active_weight_budget = nullptr;
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Callback: hooks into fit/evaluate/predict (Keras's Callback). The trainer calls them
 // on its own thread, in the order they were given; subclasses override what they need.
-// model() is set before on_train_begin and stays valid for the whole run.
+// model() is set before on_train_begin and stays valid for the whole run; during fit,
+// fit() is the running fit (its state, and resuming it).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 
 namespace chorus::models {
 
+class FitControl;
 class Model;
 
 // What a callback carries from one epoch or batch to the next (EarlyStopping's wait and
@@ -55,6 +57,13 @@ class Callback {
   Model& model() const { return *model_; }
   bool has_model() const { return model_ != nullptr; }
   const CallbackParams& params() const { return params_; }
+  // The fit running this callback's hooks, from on_train_begin to on_train_end of a
+  // Model::fit it was given to: where that fit stands (fit_state) and how to continue an
+  // earlier one (resume_fit), as BackupAndRestore does. Throws ValueError outside a fit.
+  FitControl& fit() const;
+  // The trainer sets it for the fit's duration (nullptr: none).
+  void set_fit(FitControl* fit) { fit_ = fit; }
+  FitControl* running_fit() const { return fit_; }
 
   virtual void on_train_begin(const Logs& /*logs*/) {}
   virtual void on_train_end(const Logs& /*logs*/) {}
@@ -94,6 +103,7 @@ class Callback {
 
  private:
   Model* model_ = nullptr;
+  FitControl* fit_ = nullptr;
   CallbackParams params_;
 };
 

@@ -8,8 +8,17 @@
 #include <fmt/ranges.h>
 
 #include "chorus/core/error.h"
+#include "chorus/models/model.h"
 
 namespace chorus::models {
+
+FitControl& Callback::fit() const {
+  if (fit_ == nullptr) {
+    throw_error<ValueError>("{}: fit_state() and resume_fit() are for a callback's hooks while fit runs",
+                            model_ != nullptr ? model_->name() : std::string("callback"));
+  }
+  return *fit_;
+}
 
 CallbackList::CallbackList(const std::vector<Shared<Callback>>& callbacks, Model* model, const CallbackParams& params)
     : model_(model), params_(params) {

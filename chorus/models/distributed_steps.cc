@@ -13,27 +13,28 @@
 #include <fmt/format.h>
 
 #include "chorus/autograd/tape.h"
+#include "chorus/cluster/startup_check.h"
+#include "chorus/cluster/worker_group.h"
 #include "chorus/core/creation.h"
 #include "chorus/core/error.h"
-#include "chorus/distribute/distribution.h"
-#include "chorus/distribute/mesh_runner.h"
-#include "chorus/distribute/model_parallel.h"
-#include "chorus/distribute/replica_runner.h"
-#include "chorus/distribute/sparse_exchange.h"
-#include "chorus/distribute/startup_check.h"
-#include "chorus/distribute/worker_group.h"
+#include "chorus/distribution/distribution.h"
+#include "chorus/distribution/model_parallel.h"
 #include "chorus/models/model.h"
 #include "chorus/models/state_bytes.h"
 #include "chorus/models/training_signature.h"
 #include "chorus/models/whole_values.h"
 #include "chorus/models/worker_input.h"
 #include "chorus/ops/ops.h"
+#include "chorus/replicas/mesh_runner.h"
+#include "chorus/replicas/replica_runner.h"
+#include "chorus/replicas/sparse_exchange.h"
+#include "chorus/step/step_context.h"
 
 namespace chorus::models {
 namespace {
 
 // Rank 0's values of `variables`, copied into every worker's in one broadcast.
-void broadcast_from_chief(const std::vector<Variable>& variables, distribute::Communicator& workers) {
+void broadcast_from_chief(const std::vector<Variable>& variables, comm::Communicator& workers) {
   size_t bytes = 0;
   for (const Variable& v : variables) bytes += v.value().nbytes();
   std::vector<std::byte> buffer(bytes);
@@ -57,7 +58,7 @@ void broadcast_from_chief(const std::vector<Variable>& variables, distribute::Co
 // leaf of predict's result): slice g of the batch has rows[g] rows and is worker
 // slice_workers[g]'s, which holds its slices' rows in order.
 Tensor gather_rows(const Tensor& local, const std::vector<int64_t>& rows, const std::vector<int>& slice_workers,
-                   distribute::Communicator& workers) {
+                   comm::Communicator& workers) {
   Shape row = local.shape();
   row[0] = 1;
   const int64_t row_bytes = row.numel() * static_cast<int64_t>(dtype_size(local.dtype()));
@@ -94,13 +95,8 @@ void DistributedSteps::reset_worker_states() {
   worker_states_pending_ = false;
 }
 
-const std::vector<std::unique_ptr<metrics::Metric>>* DistributedSteps::replica_metrics(int replica) const {
-  return static_cast<size_t>(replica) < replica_metrics_.size() ? &replica_metrics_[static_cast<size_t>(replica)]
-                                                                : nullptr;
-}
-
 void DistributedSteps::release_placement() {
-  auto* mesh = dynamic_cast<distribute::MeshRunner*>(runner_.get());
+  auto* mesh = dynamic_cast<replicas::MeshRunner*>(runner_.get());
   if (mesh == nullptr || !mesh->spans_workers()) return;
   // The variables split over several workers' devices go back whole on every worker (the
   // runner alone cannot: it takes a collective).
@@ -108,21 +104,21 @@ void DistributedSteps::release_placement() {
   for (size_t i = 0; i < wholes.size(); ++i) mesh->placed()[i].gather_device_values(wholes[i].second);
 }
 
-distribute::StepRunner* DistributedSteps::step_runner() {
+replicas::StepRunner* DistributedSteps::step_runner() {
   const std::shared_ptr<distribution::Distribution> dist =
       model_.compiled() ? model_.distribution() : distribution::distribution();
   if (!dist) return nullptr;
   if (auto model_parallel = std::dynamic_pointer_cast<const distribution::ModelParallel>(dist)) {
     if (dist->device_mesh().devices().size() <= 1) return nullptr;
-    if (!runner_) runner_ = std::make_unique<distribute::MeshRunner>(model_parallel);
+    if (!runner_) runner_ = std::make_unique<replicas::MeshRunner>(model_parallel);
     return runner_.get();
   }
   if (dist->num_replicas() <= 1) return nullptr;
-  if (!runner_) runner_ = std::make_unique<distribute::ReplicaRunner>(dist->replica_pool(), dist->workers());
+  if (!runner_) runner_ = std::make_unique<replicas::ReplicaRunner>(replicas::replica_pool_of(*dist), dist->workers());
   return runner_.get();
 }
 
-void DistributedSteps::place_on_mesh(distribute::MeshRunner& runner, const Tree& batch) {
+void DistributedSteps::place_on_mesh(replicas::MeshRunner& runner, const Tree& batch) {
   if (placed_on_mesh_) return;
   model_.build_on_first_row(batch);
   const auto& dist = dynamic_cast<const distribution::ModelParallel&>(*model_.distribution());
@@ -154,17 +150,17 @@ void DistributedSteps::place_on_mesh(distribute::MeshRunner& runner, const Tree&
   memory_checked_ = true;
 }
 
-distribute::WorkerGroup* DistributedSteps::workers() {
-  distribute::StepRunner* runner = step_runner();
+cluster::WorkerGroup* DistributedSteps::workers() {
+  replicas::StepRunner* runner = step_runner();
   return runner != nullptr ? runner->workers() : nullptr;
 }
 
 // Under data parallelism across workers, each worker keeps its block of rows of the tables
 // that ask to be split (DistributedEmbedding's), and of their optimizer slots if built.
-void DistributedSteps::split_tables_across_workers(distribute::WorkerGroup& group) {
+void DistributedSteps::split_tables_across_workers(cluster::WorkerGroup& group) {
   for (const Variable& v : model_.weights()) {
     if (!v.splits_rows_across_workers() || v.row_shard() || group.size() < 2) continue;
-    const int64_t rows = distribute::rows_per_worker(v.shape()[0], group.size());
+    const int64_t rows = replicas::rows_per_worker(v.shape()[0], group.size());
     v.keep_rows(group.rank() * rows, rows);
     if (model_.compiled() && model_.optimizer().built()) {
       for (const Variable& slot : model_.optimizer().slots_of(v)) slot.keep_rows(group.rank() * rows, rows);
@@ -173,7 +169,7 @@ void DistributedSteps::split_tables_across_workers(distribute::WorkerGroup& grou
 }
 
 void DistributedSteps::sync_workers(const Tree& batch, int64_t global_rows) {
-  distribute::WorkerGroup* group = runner_->workers();
+  cluster::WorkerGroup* group = runner_->workers();
   if (workers_synced_ || group == nullptr) return;
   // A subclassed model builds on its first call (and compute_loss's layers on the first
   // loss): run both on one row so that the check and the broadcast see every weight.
@@ -200,7 +196,7 @@ void DistributedSteps::sync_workers(const Tree& batch, int64_t global_rows) {
     }
     signature.push_back(fmt::format("optimizer state {} bytes", slots));
   }
-  distribute::check_same_signature(group->store(), group->cluster(), signature, "model");
+  cluster::check_same_signature(group->store(), group->cluster(), signature, "model");
   broadcast_from_chief(variables, group->communicator());
   // Whole until now, so rank 0's initial tables are every worker's; then each keeps its rows.
   if (dynamic_cast<const distribution::ModelParallel*>(model_.distribution().get()) == nullptr) {
@@ -212,13 +208,17 @@ void DistributedSteps::sync_workers(const Tree& batch, int64_t global_rows) {
 int DistributedSteps::run_replicas(const WorkerInput::Step& input, bool training, StepMetrics step_metrics,
                         const std::function<void(int replica, const Tree& slice)>& step) {
   const Tree& batch = input.batch;
-  distribute::StepRunner& runner = *step_runner();
+  replicas::StepRunner& runner = *step_runner();
   const std::vector<metrics::Metric*> merged = model_.metrics();
   if (replica_metrics_.size() != static_cast<size_t>(runner.num_replicas())) {
     replica_metrics_.clear();
     replica_metrics_.resize(static_cast<size_t>(runner.num_replicas()));
-    for (auto& copies : replica_metrics_) {
-      for (const metrics::Metric* m : merged) copies.push_back(m->clone());
+    replica_metric_views_.assign(replica_metrics_.size(), {});
+    for (size_t r = 0; r < replica_metrics_.size(); ++r) {
+      for (const metrics::Metric* m : merged) {
+        replica_metrics_[r].push_back(m->clone());
+        replica_metric_views_[r].push_back(replica_metrics_[r].back().get());
+      }
     }
   }
   int active = 0;
@@ -226,10 +226,14 @@ int DistributedSteps::run_replicas(const WorkerInput::Step& input, bool training
     const int64_t rows = batch_rows(batch, model_.name());
     const int64_t global_rows = input.global_rows.value_or(rows);
     sync_workers(batch, global_rows);
-    if (auto* mesh = dynamic_cast<distribute::MeshRunner*>(&runner)) place_on_mesh(*mesh, batch);
+    if (auto* mesh = dynamic_cast<replicas::MeshRunner*>(&runner)) place_on_mesh(*mesh, batch);
     const std::optional<int64_t> own_rows = input.global_rows ? std::optional<int64_t>(rows) : std::nullopt;
-    active = runner.run(global_rows, own_rows, training, [&](int replica, int64_t begin, int64_t end) {
-      step(replica, batch.map([&](const Tensor& t) { return t.first_axis_slice(begin, end); }));
+    active = runner.run(global_rows, own_rows, training, [&](step::ReplicaContext& replica, int64_t begin,
+                                                             int64_t end) {
+      const int r = replica.replica_id();
+      const step::StepContext context{.replica = &replica, .metrics = replica_metric_views_[static_cast<size_t>(r)]};
+      const step::StepScope scope(&context);
+      step(r, batch.map([&](const Tensor& t) { return t.first_axis_slice(begin, end); }));
     });
   } catch (...) {
     for (auto& copies : replica_metrics_) {
@@ -238,7 +242,7 @@ int DistributedSteps::run_replicas(const WorkerInput::Step& input, bool training
     throw;
   }
   if (step_metrics == StepMetrics::kNone) return active;
-  distribute::WorkerGroup* group = runner.workers();
+  cluster::WorkerGroup* group = runner.workers();
   if (group == nullptr) {
     for (int r = 0; r < active; ++r) {
       auto& copies = replica_metrics_[static_cast<size_t>(r)];
@@ -272,15 +276,15 @@ int DistributedSteps::run_replicas(const WorkerInput::Step& input, bool training
 }
 
 bool DistributedSteps::merge_every_step(bool here) {
-  distribute::WorkerGroup* group = workers();
+  cluster::WorkerGroup* group = workers();
   if (group == nullptr) return true;
   int32_t asked = here ? 1 : 0;
-  group->communicator().all_reduce(std::span(&asked, 1), distribute::ReduceOp::kMax);
+  group->communicator().all_reduce(std::span(&asked, 1), comm::ReduceOp::kMax);
   return asked > 0;
 }
 
 void DistributedSteps::merge_worker_metrics() {
-  distribute::WorkerGroup* group = workers();
+  cluster::WorkerGroup* group = workers();
   if (group == nullptr || !worker_states_pending_) return;
   const std::vector<metrics::Metric*> merged = model_.metrics();
   std::vector<double>& mine = unmerged_worker_states_;
@@ -298,8 +302,8 @@ void DistributedSteps::merge_worker_metrics() {
 }
 
 Logs DistributedSteps::train(const WorkerInput::Step& input, bool merge_workers) {
-  distribute::StepRunner* runner = step_runner();
-  if (!memory_checked_ && dynamic_cast<distribute::MeshRunner*>(runner) == nullptr && device_memory_limit()) {
+  replicas::StepRunner* runner = step_runner();
+  if (!memory_checked_ && dynamic_cast<replicas::MeshRunner*>(runner) == nullptr && device_memory_limit()) {
     // Every device holds the whole state: build it now to count it (place_on_mesh checks
     // the shards of a mesh).
     if (!model_.built()) model_.build_on_first_row(input.batch);
@@ -336,7 +340,7 @@ Logs DistributedSteps::test(const WorkerInput::Step& input, bool merge_workers) 
 }
 
 Tree DistributedSteps::predict(const Tree& batch) {
-  distribute::StepRunner* runner = step_runner();
+  replicas::StepRunner* runner = step_runner();
   if (runner == nullptr) return model_.predict_step(batch);
   std::vector<Tree> outputs(static_cast<size_t>(runner->num_replicas()));
   const int active = run_replicas({batch, std::nullopt}, /*training=*/false, StepMetrics::kNone,
@@ -357,12 +361,12 @@ Tree DistributedSteps::predict(const Tree& batch) {
                    : parts.size() == 1 ? parts[0]
                                        : ops::concatenate(parts, 0);
   }
-  if (distribute::WorkerGroup* group = runner->workers()) {
+  if (cluster::WorkerGroup* group = runner->workers()) {
     // Every worker returns the whole batch's predictions, as on one process.
     const std::vector<int> slice_workers = runner->slice_workers();
     std::vector<int64_t> rows;
     const int slices = static_cast<int>(slice_workers.size());
-    for (const auto& [begin, end] : distribute::ReplicaRunner::split(batch_rows(batch, model_.name()), slices)) {
+    for (const auto& [begin, end] : replicas::ReplicaRunner::split(batch_rows(batch, model_.name()), slices)) {
       rows.push_back(end - begin);
     }
     for (Tensor& leaf : joined) leaf = gather_rows(leaf, rows, slice_workers, group->communicator());

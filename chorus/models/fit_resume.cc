@@ -6,7 +6,6 @@
 #include "chorus/core/error.h"
 #include "chorus/layers/dropout.h"
 #include "chorus/models/callback_list.h"
-#include "chorus/models/distributed_steps.h"
 #include "chorus/models/trainer.h"
 
 namespace chorus::models {
@@ -37,7 +36,7 @@ FitState Trainer::fit_state() const {
   if (progress.validating) {
     throw_error<ValueError>("{}: fit_state() during validation: take it from a training hook", name);
   }
-  if (model_.steps_ != nullptr && model_.steps_->worker_states_pending()) {
+  if (const StepFunctions* steps = model_.step_functions(); steps != nullptr && steps->worker_states_pending()) {
     throw_error<ValueError>(
         "{}: fit_state() mid-epoch in a multi-worker fit needs the workers' metrics merged after every step: the "
         "callback calling it must implement the training batch hooks",

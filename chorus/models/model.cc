@@ -4,12 +4,11 @@
 #include <iostream>
 
 #include "chorus/core/error.h"
-#include "chorus/distribute/distribution.h"
-#include "chorus/distribute/replica_context.h"
+#include "chorus/distribution/distribution.h"
 #include "chorus/metrics/mean.h"
-#include "chorus/models/distributed_steps.h"
 #include "chorus/models/functional_graph.h"
-#include "chorus/models/trainer.h"
+#include "chorus/models/step_functions.h"
+#include "chorus/step/step_context.h"
 
 namespace chorus::models {
 
@@ -54,10 +53,9 @@ void Model::compile(CompileOptions options) {
     compiled_metrics_.push_back(metric.shared_ptr());
   }
   distribution_ = distribution::distribution();
-  // The seam a custom train_step's apply_gradients reduces through under the distribution.
-  optimizer_->set_cross_replica(distribution_ ? std::make_shared<const distribute::CrossReplicaGradients>() : nullptr);
-  if (steps_) steps_->release_placement();
-  steps_.reset();
+  optimizer_->set_gradient_aggregator(distribution_ ? std::make_shared<const step::GradientAggregator>() : nullptr);
+  if (StepFunctions* steps = step_functions()) steps->release_placement();
+  set_step_functions(nullptr);
   reset_metrics();
 }
 
@@ -66,41 +64,10 @@ optimizers::Optimizer& Model::optimizer() const {
   return *optimizer_;
 }
 
-// The loop is Trainer's; these are Keras's names for it.
-History Model::fit(const data::Dataset& data, FitOptions options) {
-  return Trainer(*this).fit(data, std::move(options));
-}
-History Model::fit(const Tree& x, const Tree& y, FitOptions options) {
-  return Trainer(*this).fit(x, y, std::move(options));
-}
-Logs Model::evaluate(const data::Dataset& data, EvaluateOptions options) {
-  return Trainer(*this).evaluate(data, options);
-}
-Logs Model::evaluate(const Tree& x, const Tree& y, EvaluateOptions options) {
-  return Trainer(*this).evaluate(x, y, options);
-}
-Tree Model::predict(const data::Dataset& data, PredictOptions options) {
-  return Trainer(*this).predict(data, options);
-}
-Tree Model::predict(const Tree& x, PredictOptions options) { return Trainer(*this).predict(x, options); }
-
-FitState Model::fit_state() const {
-  if (trainer_ == nullptr) throw_error<ValueError>("{}: fit_state() is for callbacks while fit runs", name());
-  return trainer_->fit_state();
-}
-
-void Model::resume_fit(FitState state) {
-  if (trainer_ == nullptr) throw_error<ValueError>("{}: resume_fit() is for a callback's on_train_begin", name());
-  trainer_->resume_fit(std::move(state));
-}
-
 std::vector<metrics::Metric*> Model::metrics() const {
   std::vector<metrics::Metric*> out;
-  if (const auto* replica = distribute::ReplicaContext::current(); replica != nullptr && steps_ != nullptr) {
-    if (const auto* copies = steps_->replica_metrics(replica->replica_id())) {
-      for (const auto& m : *copies) out.push_back(m.get());
-      return out;
-    }
+  if (const step::StepContext* step = step::StepContext::current(); step != nullptr && !step->metrics.empty()) {
+    return {step->metrics.begin(), step->metrics.end()};
   }
   if (loss_tracker_) out.push_back(loss_tracker_.get());
   for (const auto& m : compiled_metrics_) out.push_back(m.get());
@@ -115,12 +82,12 @@ Logs Model::get_metrics_result() const {
 
 void Model::reset_metrics() {
   for (metrics::Metric* m : metrics()) m->reset_state();
-  if (steps_) steps_->reset_worker_states();
+  if (StepFunctions* steps = step_functions()) steps->reset_worker_states();
 }
 
-DistributedSteps& Model::distributed_steps() {
-  if (steps_ == nullptr || &steps_->model() != this) steps_ = std::make_unique<DistributedSteps>(*this);
-  return *steps_;
+void Model::set_step_functions(std::unique_ptr<StepFunctions> steps) {
+  steps_ = std::move(steps);
+  steps_owner_ = this;
 }
 
 nlohmann::json Model::get_config() const {

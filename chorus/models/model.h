@@ -36,9 +36,8 @@ namespace chorus::models {
 
 using autograd::Variable;
 
-class DistributedSteps;
 class FunctionalGraph;
-class Trainer;
+class StepFunctions;
 
 struct CompileOptions {
   Shared<optimizers::Optimizer> optimizer = "rmsprop";  // Keras's default
@@ -129,9 +128,10 @@ class Model : public layers::Layer {
   void update_metrics(const Tensor& loss, const Tree& y, const Tree& y_pred, const Tensor& sample_weight,
                       int64_t rows = -1);
   // The loss tracker ("loss") first, then the compiled metrics. Inside a data-parallel
-  // step, the calling replica's own copies (merged into the model's after the step): as
-  // tf.distribute's metric variables (synchronised on read), a step updates its replica's
-  // copy, so train_step and update_metrics read the same under any distribution.
+  // step, the calling replica's own copies (its StepContext's, merged into the model's
+  // after the step): as tf.distribute's metric variables (synchronised on read), a step
+  // updates its replica's copy, so train_step and update_metrics read the same under any
+  // distribution.
   std::vector<metrics::Metric*> metrics() const;
   Logs get_metrics_result() const;
   void reset_metrics();
@@ -142,19 +142,6 @@ class Model : public layers::Layer {
 
   // Set by callbacks (EarlyStopping, TerminateOnNaN) to end fit after the current batch.
   bool stop_training = false;
-
-  // From a callback while fit runs (BackupAndRestore): where the fit stands after the
-  // hook that is running — after on_train_batch_end(k), step k + 1 of the epoch; after
-  // on_epoch_end(e), the start of epoch e + 1. Throws ValueError outside fit, and in a
-  // multi-worker fit mid-epoch unless a callback implements the batch hooks (the
-  // workers' metrics are merged only then).
-  FitState fit_state() const;
-  // From a callback's on_train_begin: continue this fit from `state` (fit_state() of an
-  // earlier run of the same program, whose weights and optimizer state the caller has
-  // restored) instead of from initial_epoch. fit then restores the data position,
-  // metrics, learning rate, dropout streams and callback states, and runs on as the
-  // interrupted fit would have. Throws ValueError outside on_train_begin.
-  void resume_fit(FitState state);
 
   // Keras's table: layer (type), output shape, parameter count, then the totals.
   void summary(std::ostream& out) const;
@@ -180,6 +167,15 @@ class Model : public layers::Layer {
   const CompileOptions& compile_options() const { return compile_options_; }
   // The distribution captured by compile() (nullptr: one device).
   const std::shared_ptr<distribution::Distribution>& distribution() const { return distribution_; }
+  // Internal to the trainer: how this compile's steps run (StepFunctions), once the
+  // trainer has made them; nullptr before, after compile() and in a moved-from model's
+  // new home (they refer to the model they were made for).
+  StepFunctions* step_functions() const { return steps_owner_ == this ? steps_.get() : nullptr; }
+  void set_step_functions(std::unique_ptr<StepFunctions> steps);
+  // Builds every layer the steps use, by a forward step (with the loss when compiled and
+  // `batch` has targets) on its first row, on the calling thread: what the step runtime
+  // does before it copies, checks or places the weights.
+  void build_on_first_row(const Tree& batch);
 
  protected:
   // For subclasses with their own Keras class name (Sequential).
@@ -205,15 +201,6 @@ class Model : public layers::Layer {
   // save()'s files from the whole values (whole_values.h) of the weights and optimizer state.
   void save_files(const std::filesystem::path& path, const io::NamedTensors& weights_tensors,
                   const io::NamedTensors& optimizer_tensors) const;
-  // Builds every layer the steps use, by a forward step (with the loss when compiled and
-  // `batch` has targets) on its first row, on the calling thread.
-  void build_on_first_row(const Tree& batch);
-  // The steps under the distribution, made on first use (and afresh for a moved model,
-  // since they refer to the model they were made for).
-  DistributedSteps& distributed_steps();
-  friend class DistributedSteps;  // builds the model on its first row
-  friend class Trainer;           // runs the steps; is the fit that fit_state() asks
-
   std::unique_ptr<FunctionalGraph> graph_;
   CompileOptions compile_options_;
   std::shared_ptr<optimizers::Optimizer> optimizer_;
@@ -221,9 +208,8 @@ class Model : public layers::Layer {
   std::unique_ptr<metrics::Mean> loss_tracker_;
   std::vector<std::shared_ptr<metrics::Metric>> compiled_metrics_;
   std::shared_ptr<distribution::Distribution> distribution_;
-  std::unique_ptr<DistributedSteps> steps_;
-  // While fit runs: its trainer, which fit_state() and resume_fit() ask.
-  Trainer* trainer_ = nullptr;
+  std::unique_ptr<StepFunctions> steps_;
+  const Model* steps_owner_ = nullptr;  // the model steps_ was made for
 };
 
 struct LoadModelOptions {

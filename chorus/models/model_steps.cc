@@ -5,10 +5,10 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/core/error.h"
 #include "chorus/core/sharding.h"
-#include "chorus/distribute/replica_context.h"
 #include "chorus/models/model.h"
 #include "chorus/ops/ops.h"
 #include "chorus/ops/sharded_ops.h"
+#include "chorus/step/replica_context.h"
 
 namespace chorus::models {
 namespace {
@@ -94,7 +94,7 @@ Logs Model::train_step(const Tree& batch) {
     // An embedding table's gradient stays sparse (the rows a batch read), as TensorFlow's
     // IndexedSlices do. Under data parallelism the other gradients are reduced in buckets
     // as backward produces them.
-    auto* replica = distribute::ReplicaContext::current();
+    auto* replica = step::ReplicaContext::current();
     grads = replica != nullptr && !variables.empty()
                 ? tape.gradient(loss, sources, replica->stream_gradients(variables), &sparse_grads)
                 : tape.gradient(loss, sources, &sparse_grads);

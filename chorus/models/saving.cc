@@ -23,8 +23,8 @@
 
 #include <functional>
 
-#include "chorus/distribute/distribution.h"
-#include "chorus/distribute/worker_group.h"
+#include "chorus/cluster/worker_group.h"
+#include "chorus/distribution/distribution.h"
 #include "chorus/models/sequential.h"
 
 namespace chorus::models {
@@ -118,14 +118,14 @@ SavedState read_saved_state(const fs::path& dir) {
 
 void write_json(const fs::path& path, const nlohmann::json& json) { io::write_file_atomically(path, json.dump(2) + "\n"); }
 
-distribute::WorkerGroup* workers_of(const std::shared_ptr<distribution::Distribution>& distribution) {
+cluster::WorkerGroup* workers_of(const std::shared_ptr<distribution::Distribution>& distribution) {
   return distribution ? distribution->workers().get() : nullptr;
 }
 
 // In a multi-worker job only rank 0 writes; every rank returns once the files are
 // complete, so any of them may read them back (DESIGN.md §3).
 void write_on_chief(const std::shared_ptr<distribution::Distribution>& distribution, const std::function<void()>& write) {
-  distribute::WorkerGroup* group = workers_of(distribution);
+  cluster::WorkerGroup* group = workers_of(distribution);
   if (group == nullptr) {
     write();
     return;

@@ -1,5 +1,6 @@
 // Trainer: the loop of fit, evaluate and predict. The steps it runs are the model's
 // (model_steps.cc) under its distribution (DistributedSteps); resuming is fit_resume.cc.
+// Model's fit, evaluate and predict, Keras's names for the loop, are defined here too.
 #include "chorus/models/trainer.h"
 
 #include <algorithm>
@@ -7,8 +8,8 @@
 #include <optional>
 #include <utility>
 
+#include "chorus/cluster/worker_group.h"
 #include "chorus/core/error.h"
-#include "chorus/distribute/worker_group.h"
 #include "chorus/layers/initializers.h"
 #include "chorus/models/callback_list.h"
 #include "chorus/models/distributed_steps.h"
@@ -113,7 +114,7 @@ History Trainer::fit(const Tree& x, const Tree& y, FitOptions options) {
     shuffle_seed = layers::next_generator().key();
     // Each worker of a job takes its rows of the same global batches, so the order is the
     // job's: rank 0's draw (the ranks' layer streams may differ, in seed or in draws).
-    if (distribute::WorkerGroup* workers = model_.distributed_steps().workers()) {
+    if (cluster::WorkerGroup* workers = step_functions().workers()) {
       shuffle_seed = workers->chief_value(*shuffle_seed);
     }
   }
@@ -130,21 +131,26 @@ History Trainer::fit(const data::Dataset& data, FitOptions options) {
   }
   CallbackList callbacks = make_callbacks(options.callbacks, &model_, {options.epochs, steps, options.verbose}, history);
   model_.stop_training = false;
-  const WorkerInput input(data, model_.distributed_steps().workers(), model_.name());
+  const WorkerInput input(data, step_functions().workers(), model_.name());
   // With steps_per_epoch, one iterator runs on across epochs (Keras); a new one starts
   // only when the data runs out.
   std::optional<WorkerInput::Pass> iterator;
   FitProgress progress{.epoch = options.initial_epoch, .iterator = &iterator, .callbacks = &callbacks};
   progress_ = &progress;
-  // A fit a callback starts inside this one answers fit_state() until it ends.
+  // The fit's callbacks answer to this trainer until it ends; one that also serves an
+  // outer fit (this one started inside its hook) is handed back to it.
   struct EndOfFit {
     Trainer* trainer;
-    Trainer* outer;
+    std::vector<std::pair<Callback*, FitControl*>> outer;
     ~EndOfFit() {
-      trainer->model_.trainer_ = outer;
+      for (auto [callback, fit] : outer) callback->set_fit(fit);
       trainer->progress_ = nullptr;
     }
-  } end_of_fit{this, std::exchange(model_.trainer_, this)};
+  } end_of_fit{this, {}};
+  callbacks.each([&](Callback& c) {
+    end_of_fit.outer.emplace_back(&c, c.running_fit());
+    c.set_fit(this);
+  });
   Logs logs;
   callbacks.each([&](Callback& c) { c.on_train_begin(logs); });
   progress.in_train_begin = false;
@@ -153,7 +159,7 @@ History Trainer::fit(const data::Dataset& data, FitOptions options) {
   // that read batch logs (verbose 1 does); otherwise once an epoch, sparing a collective
   // per step.
   const bool batch_logs =
-      model_.distributed_steps().merge_every_step(callbacks.any(&Callback::implements_train_batch_hooks));
+      step_functions().merge_every_step(callbacks.any(&Callback::implements_train_batch_hooks));
   for (int epoch = progress.epoch; epoch < options.epochs && !model_.stop_training; ++epoch) {
     progress.epoch = epoch;
     logs = run_epoch(progress, input, resumed, options, steps, batch_logs);
@@ -177,7 +183,7 @@ Logs Trainer::run_epoch(FitProgress& progress, const WorkerInput& input, const s
   progress.callbacks->each([&](Callback& c) { c.on_epoch_begin(epoch, Logs{}); });
   if (!mid_epoch && (!iterator || options.steps_per_epoch <= 0)) iterator.emplace(input.pass(epoch));
   run_epoch_steps(progress, steps, batch_logs);
-  model_.distributed_steps().merge_worker_metrics();
+  step_functions().merge_worker_metrics();
   Logs logs = model_.get_metrics_result();
   if (!batch_logs && logs.contains("loss") && !std::isfinite(logs.at("loss"))) {
     throw_error<Error>("{}: the loss became {} during epoch {}; add callbacks::TerminateOnNaN to stop at the batch",
@@ -203,7 +209,7 @@ void Trainer::run_epoch_steps(FitProgress& progress, int64_t steps, bool batch_l
     }
     const int64_t step = progress.step;
     callbacks.each([&](Callback& c) { c.on_train_batch_begin(step, Logs{}); });
-    Logs step_logs = model_.distributed_steps().train(*batch, batch_logs);
+    Logs step_logs = step_functions().train(*batch, batch_logs);
     ++progress.step;
     ++progress.total_steps;
     callbacks.each([&](Callback& c) { c.on_train_batch_end(step, step_logs); });
@@ -216,7 +222,7 @@ void Trainer::run_epoch_steps(FitProgress& progress, int64_t steps, bool batch_l
 }
 
 Logs Trainer::run_evaluation(const data::Dataset& data, int64_t steps, CallbackList& callbacks) {
-  DistributedSteps& distributed = model_.distributed_steps();
+  StepFunctions& distributed = step_functions();
   model_.reset_metrics();
   Logs logs;
   callbacks.each([&](Callback& c) { c.on_test_begin(logs); });
@@ -258,7 +264,7 @@ Tree Trainer::predict(const data::Dataset& data, const PredictOptions& options) 
     std::optional<Tree> batch = iterator.next();
     if (!batch) break;
     callbacks.each([&](Callback& c) { c.on_predict_batch_begin(step, Logs{}); });
-    Tree out = model_.distributed_steps().predict(*batch);
+    Tree out = step_functions().predict(*batch);
     std::vector<Tensor> leaves = out.flatten();
     if (pieces.empty()) {
       structure = out;
@@ -277,5 +283,27 @@ Tree Trainer::predict(const data::Dataset& data, const PredictOptions& options) 
 Tree Trainer::predict(const Tree& x, const PredictOptions& options) {
   return predict(arrays_dataset(x, Tree(), options.batch_size, std::nullopt, model_.name()), options);
 }
+
+StepFunctions& Trainer::step_functions() {
+  if (model_.step_functions() == nullptr) model_.set_step_functions(std::make_unique<DistributedSteps>(model_));
+  return *model_.step_functions();
+}
+
+History Model::fit(const data::Dataset& data, FitOptions options) {
+  return Trainer(*this).fit(data, std::move(options));
+}
+History Model::fit(const Tree& x, const Tree& y, FitOptions options) {
+  return Trainer(*this).fit(x, y, std::move(options));
+}
+Logs Model::evaluate(const data::Dataset& data, EvaluateOptions options) {
+  return Trainer(*this).evaluate(data, options);
+}
+Logs Model::evaluate(const Tree& x, const Tree& y, EvaluateOptions options) {
+  return Trainer(*this).evaluate(x, y, options);
+}
+Tree Model::predict(const data::Dataset& data, PredictOptions options) {
+  return Trainer(*this).predict(data, options);
+}
+Tree Model::predict(const Tree& x, PredictOptions options) { return Trainer(*this).predict(x, options); }
 
 }  // namespace chorus::models

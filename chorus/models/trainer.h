@@ -1,6 +1,16 @@
 // Trainer: the loop behind Model::fit, evaluate and predict (Keras's Trainer): epochs,
-// callbacks, validation and resuming a fit, over the model's DistributedSteps. Made by
+// callbacks, validation and resuming a fit, over the model's StepFunctions. Made by
 // the model for one call; borrows the model; used by the calling thread only.
+//
+// The step flow (docs/architecture.md):
+//   Trainer::fit ─ epochs, callbacks (each callback's fit() is this trainer)
+//     └ StepFunctions::train(batch)            DistributedSteps: the eager step
+//         └ StepRunner::run                    ReplicaRunner / MeshRunner: a slice per replica
+//             └ on each replica's thread: StepContext{replica, metric copies} + StepScope
+//                 └ Model::train_step(slice)   call → compute_loss → tape.gradient
+//                     ├ gradients stream into the replica's GradientReducer buckets
+//                     ├ Optimizer::apply_gradients → the replica reduces; replica 0 updates
+//                     └ update_metrics → the replica's copies, merged after the step
 #pragma once
 
 #include <cstdint>
@@ -13,13 +23,14 @@
 #include "chorus/models/history.h"
 #include "chorus/models/logs.h"
 #include "chorus/models/model.h"
+#include "chorus/models/step_functions.h"
 #include "chorus/models/worker_input.h"
 
 namespace chorus::models {
 
 class CallbackList;
 
-class Trainer {
+class Trainer final : public FitControl {
  public:
   // `model` must outlive this.
   explicit Trainer(Model& model) : model_(model) {}
@@ -34,9 +45,9 @@ class Trainer {
   Tree predict(const data::Dataset& data, const PredictOptions& options);
   Tree predict(const Tree& x, const PredictOptions& options);
 
-  // Model::fit_state and resume_fit while this trainer's fit runs.
-  FitState fit_state() const;
-  void resume_fit(FitState state);
+  // FitControl: the callbacks of this trainer's fit ask it while the fit runs.
+  FitState fit_state() const override;
+  void resume_fit(FitState state) override;
 
  private:
   // While fit runs: its loop's counters and iterator.
@@ -62,6 +73,8 @@ class Trainer {
   // start). Returns the state, or nullopt when not resuming.
   std::optional<FitState> apply_resume(FitProgress& progress, const WorkerInput& input);
   void set_metric_states(const std::vector<double>& states);
+  // The model's steps for this compile, made on first use.
+  StepFunctions& step_functions();
 
   Model& model_;
   // While fit runs: its progress (fit_state() reads it), and the state resume_fit()

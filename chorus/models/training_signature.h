@@ -1,5 +1,5 @@
 // training_signature: what every worker of a multi-worker job must agree on before the
-// first step (distribute::check_same_signature): one line per weight (path, shape,
+// first step (cluster::check_same_signature): one line per weight (path, shape,
 // dtype, trainable) in the model's order, then the global batch size and the compiled
 // optimizer's configuration. Reads the model only; thread-compatible.
 #pragma once

@@ -2,14 +2,14 @@
 
 #include <algorithm>
 
+#include "chorus/cluster/worker_group.h"
 #include "chorus/core/error.h"
-#include "chorus/distribute/worker_group.h"
 
 namespace chorus::models {
 namespace {
 
 // A table split by rows across the workers: every worker's rows, the last block's padding dropped.
-Tensor gather_row_blocks(const autograd::Variable& v, distribute::WorkerGroup& group) {
+Tensor gather_row_blocks(const autograd::Variable& v, cluster::WorkerGroup& group) {
   const Tensor block = v.value();
   Shape all_shape = block.shape();
   all_shape[0] *= group.size();
@@ -23,7 +23,7 @@ Tensor gather_row_blocks(const autograd::Variable& v, distribute::WorkerGroup& g
 // lower rank holds — or an empty list where every worker holds every block (nothing to
 // gather). Every worker sees the same holdings, so all agree on what to gather.
 std::vector<std::vector<bool>> blocks_to_add(const std::vector<autograd::Variable>& variables,
-                                             distribute::WorkerGroup& group) {
+                                             cluster::WorkerGroup& group) {
   std::vector<std::vector<bool>> held;
   size_t count = 0;
   for (const autograd::Variable& v : variables) {
@@ -58,7 +58,7 @@ std::vector<std::vector<bool>> blocks_to_add(const std::vector<autograd::Variabl
 
 }  // namespace
 
-io::NamedTensors whole_values(const std::vector<autograd::Variable>& variables, distribute::WorkerGroup* group,
+io::NamedTensors whole_values(const std::vector<autograd::Variable>& variables, cluster::WorkerGroup* group,
                               bool copy) {
   const bool split_over_devices =
       std::any_of(variables.begin(), variables.end(), [](const autograd::Variable& v) { return v.distributed(); });

@@ -9,7 +9,7 @@
 #include "chorus/autograd/variable.h"
 #include "chorus/io/safetensors.h"
 
-namespace chorus::distribute {
+namespace chorus::cluster {
 class WorkerGroup;
 }
 
@@ -19,7 +19,7 @@ namespace chorus::models {
 // workers of `group`, gathered from every worker (so every worker calls this, in the same
 // order); elsewhere its value, or a copy of it where `copy` (a backup written while
 // training goes on). `group` may be nullptr when no variable is split.
-io::NamedTensors whole_values(const std::vector<autograd::Variable>& variables, distribute::WorkerGroup* group,
+io::NamedTensors whole_values(const std::vector<autograd::Variable>& variables, cluster::WorkerGroup* group,
                               bool copy = false);
 
 }  // namespace chorus::models

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "chorus/cluster/worker_group.h"
 #include "chorus/core/error.h"
 #include "chorus/data/auto_shard.h"
-#include "chorus/distribute/worker_group.h"
 
 namespace chorus::models {
 
@@ -21,7 +21,7 @@ int64_t batch_rows(const Tree& batch, const std::string& model) {
   return std::max<int64_t>(rows, 0);
 }
 
-WorkerInput::WorkerInput(const data::Dataset& dataset, distribute::WorkerGroup* workers, std::string model)
+WorkerInput::WorkerInput(const data::Dataset& dataset, cluster::WorkerGroup* workers, std::string model)
     : dataset_(dataset), workers_(workers), model_(std::move(model)) {
   if (workers_ == nullptr || workers_->size() < 2) return;
   // Every worker decides the same way: the pipeline and the worker count are the same.

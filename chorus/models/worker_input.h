@@ -16,7 +16,7 @@
 #include "chorus/core/tree.h"
 #include "chorus/data/dataset.h"
 
-namespace chorus::distribute {
+namespace chorus::cluster {
 class WorkerGroup;
 }
 
@@ -33,7 +33,7 @@ class WorkerInput {
   };
 
   // `workers`: the job, or nullptr for this process alone. `model` names errors.
-  WorkerInput(const data::Dataset& dataset, distribute::WorkerGroup* workers, std::string model);
+  WorkerInput(const data::Dataset& dataset, cluster::WorkerGroup* workers, std::string model);
 
   bool file_sharded() const { return file_sharded_; }
   // The dataset this worker iterates (its shard under FILE sharding).
@@ -64,7 +64,7 @@ class WorkerInput {
 
  private:
   data::Dataset dataset_;
-  distribute::WorkerGroup* workers_;
+  cluster::WorkerGroup* workers_;
   std::string model_;
   bool file_sharded_ = false;
 };

@@ -16,8 +16,8 @@
 #include "chorus/core/creation.h"
 #include "chorus/core/error.h"
 #include "chorus/core/sharding.h"
-#include "chorus/distribute/replica_context.h"
 #include "chorus/optimizers/update_kernels.h"
+#include "chorus/step/step_context.h"
 
 namespace chorus::optimizers {
 namespace {
@@ -177,11 +177,11 @@ void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const V
     }
     check_slices(sparse[i], name_, variables[i].path());
   }
-  // Inside a data-parallel replica the distribution reduces across replicas first, then
+  // Inside a data-parallel replica step the aggregator reduces across replicas first, then
   // runs one update (tf.distribute's cross-replica apply_gradients).
   const auto update_with = [this](std::span<const Tensor> g, std::span<const autograd::IndexedSlices> s,
                                   std::span<const Variable> v) { update(g, v, s); };
-  if (cross_replica_ == nullptr || !cross_replica_->apply(grads, sparse, variables, update_with)) {
+  if (aggregator_ == nullptr || !aggregator_->apply(grads, sparse, variables, update_with)) {
     update(grads, variables, sparse);
   }
 }

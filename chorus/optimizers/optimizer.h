@@ -21,9 +21,9 @@
 #include "chorus/core/registry.h"
 #include "chorus/optimizers/learning_rate.h"
 
-namespace chorus::distribute {
-class CrossReplicaGradients;
-}
+namespace chorus::step {
+class GradientAggregator;
+}  // namespace chorus::step
 
 namespace chorus::optimizers {
 
@@ -73,8 +73,8 @@ class Optimizer {
   // Where apply_gradients sends the gradients of a distributed step to be reduced across
   // replicas before the one update (Model::compile sets it under a distribution; null:
   // every call updates at once).
-  void set_cross_replica(std::shared_ptr<const distribute::CrossReplicaGradients> cross_replica) {
-    cross_replica_ = std::move(cross_replica);
+  void set_gradient_aggregator(std::shared_ptr<const step::GradientAggregator> aggregator) {
+    aggregator_ = std::move(aggregator);
   }
 
   // The slots build() made for `variable` (empty when it is not one of the built variables).
@@ -147,7 +147,7 @@ class Optimizer {
   std::unordered_map<const void*, size_t> index_of_;  // by Variable::id()
   std::vector<std::vector<Variable>> slots_;
   std::vector<Variable> all_slots_;
-  std::shared_ptr<const distribute::CrossReplicaGradients> cross_replica_;
+  std::shared_ptr<const step::GradientAggregator> aggregator_;
 };
 
 // Makes an optimizer class of the user's known to from_config and from_name (so

@@ -7,9 +7,9 @@
 
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/gather_kernels.h"
-#include "chorus/distribute/replica_context.h"
-#include "chorus/distribute/sparse_exchange.h"
 #include "chorus/ops/ops.h"
+#include "chorus/replicas/sparse_exchange.h"
+#include "chorus/step/replica_context.h"
 
 namespace chorus::recsys {
 
@@ -180,8 +180,8 @@ std::vector<Tensor> DistributedEmbedding::lookup(const std::vector<Tensor>& ids)
 }
 
 std::vector<Tensor> DistributedEmbedding::exchanged_rows(const std::vector<Tensor>& ids) {
-  distribute::ReplicaContext* replica = distribute::ReplicaContext::current();
-  distribute::Communicator* workers = replica != nullptr ? replica->workers() : nullptr;
+  step::ReplicaContext* replica = step::ReplicaContext::current();
+  comm::Communicator* workers = replica != nullptr ? replica->workers() : nullptr;
   if (workers == nullptr) {
     throw_error<ValueError>("{}: its tables are split across the workers of a job: look them up inside the "
                             "model's fit, evaluate or predict",
@@ -204,7 +204,7 @@ std::vector<Tensor> DistributedEmbedding::exchanged_rows(const std::vector<Tenso
         all.insert(all.end(), t.data<int64_t>(), t.data<int64_t>() + t.numel());
       }
       const Variable& table = embeddings_[table_of_[f]];
-      const Tensor rows = distribute::lookup_rows(table.value(), table.row_shard()->begin, all, *workers);
+      const Tensor rows = replicas::lookup_rows(table.value(), table.row_shard()->begin, all, *workers);
       int64_t at = 0;
       for (const auto& [r, post] : exchange.ids) {
         if (post.step != step) continue;

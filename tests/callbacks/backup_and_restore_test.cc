@@ -113,11 +113,11 @@ class BackupAndRestoreTest : public chorus::testing::TempDirTest {
  protected:
   void SetUp() override {
     TempDirTest::SetUp();
-    distribute::set_cpu_devices(2);
+    chorus::set_cpu_devices(2);
   }
   void TearDown() override {
     distribution::set_distribution(nullptr);
-    distribute::set_cpu_devices(0);
+    chorus::set_cpu_devices(0);
     TempDirTest::TearDown();
   }
 

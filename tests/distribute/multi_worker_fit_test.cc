@@ -21,8 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "chorus/chorus.h"
-#include "chorus/distribute/gradient_reducer.h"
-#include "chorus/distribute/launcher.h"
+#include "chorus/cluster/launcher.h"
+#include "chorus/replicas/gradient_reducer.h"
 #include "tests/distribute/multi_worker_harness.h"
 #include "tests/distribute/two_tower_util.h"
 #include "tests/models/model_test_util.h"
@@ -64,7 +64,7 @@ json fit_mlp_scenario(ScenarioRun& run, const std::string& variant) {
 
 // "two_tower", or with `large` tables whose gradients the workers exchange as rows.
 json fit_two_tower_scenario(ScenarioRun& run, bool large) {
-  const int64_t users = large ? distribute::GradientReducer::kRowExchangeMinRows : 30;
+  const int64_t users = large ? replicas::GradientReducer::kRowExchangeMinRows : 30;
   const int64_t movies = large ? users + 500 : 40;
   layers::set_random_seed(11);
   testing::TwoTower model(users, movies, large ? 2 : 8);
@@ -268,7 +268,7 @@ TEST_F(MultiWorkerTest, LaunchRunsAJob) {
   ::setenv("CHORUS_TEST_WORKER", "mlp", 1);
   ::setenv("CHORUS_TEST_OUT", dir().c_str(), 1);
   ::setenv("CHORUS_CPU_DEVICES", "1", 1);
-  const int code = distribute::launch(
+  const int code = cluster::launch(
       {.nproc_per_node = 2, .command = {"/proc/self/exe", "--gtest_filter=MultiWorkerTest.*"}});
   for (const char* name : {"CHORUS_TEST_WORKER", "CHORUS_TEST_OUT", "CHORUS_CPU_DEVICES"}) ::unsetenv(name);
   EXPECT_EQ(code, 0);

@@ -98,7 +98,7 @@ json variable_values(const std::vector<autograd::Variable>& variables) {
 
 json outcome(const models::Model& model, const models::History& history) {
   const auto& distribution = model.distribution();
-  distribute::WorkerGroup* workers = distribution ? distribution->workers().get() : nullptr;
+  cluster::WorkerGroup* workers = distribution ? distribution->workers().get() : nullptr;
   // Whole values: the tables a DistributedEmbedding splits are gathered from every worker.
   const auto values = [&](const std::vector<autograd::Variable>& variables) {
     json list = json::array();

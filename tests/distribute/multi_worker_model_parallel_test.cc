@@ -108,7 +108,7 @@ json fit_batch_norm_scenario(ScenarioRun& run) {
   if (run.multi_worker()) {
     compile_sharded(run, model, options, {{"d1/kernel", {std::nullopt, "model"}}, {"d1/bias", {"model"}}});
   } else {
-    distribute::set_cpu_devices(2);
+    chorus::set_cpu_devices(2);
     auto scope = distribution::DataParallel(std::vector<Device>{Device::cpu(0), Device::cpu(1)}).scope();
     model.compile(options);
   }
@@ -116,7 +116,7 @@ json fit_batch_norm_scenario(ScenarioRun& run) {
   models::History history = model.fit(train.x, train.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
   json out = testing::outcome(model, history);
   out["world_size"] = run.world_size();  // alone: one process, though over 2 replicas
-  if (!run.multi_worker()) distribute::set_cpu_devices(0);
+  if (!run.multi_worker()) chorus::set_cpu_devices(0);
   return out;
 }
 

@@ -109,9 +109,9 @@ json state_save_fails_scenario(ScenarioRun& run) {
 
 // "reinitialize": joining the same job again is a no-op; another job is refused.
 json state_reinitialize_scenario(ScenarioRun& run) {
-  const distribute::ClusterSpec cluster = run.strategy().cluster_resolver();
+  const cluster::ClusterSpec cluster = run.strategy().cluster_resolver();
   distribution::initialize(cluster);
-  distribute::ClusterSpec other = cluster;
+  cluster::ClusterSpec other = cluster;
   other.master_port += 1;
   try {
     distribution::initialize(other);

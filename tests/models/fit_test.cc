@@ -144,15 +144,15 @@ struct FitStateProbe : Callback {
   std::optional<FitState> after_inner_fit;
 
   void on_epoch_begin(int /*epoch*/, const Logs& /*logs*/) override {
-    record([&] { model().resume_fit(FitState{}); });
+    record([&] { fit().resume_fit(FitState{}); });
   }
   void on_test_begin(const Logs& /*logs*/) override {
-    record([&] { model().fit_state(); });
+    record([&] { fit().fit_state(); });
   }
   void on_epoch_end(int epoch, const Logs& /*logs*/) override {
     if (epoch != 0 || after_inner_fit) return;
     model().fit(x, y, {.batch_size = 8, .verbose = 0, .shuffle = false});
-    after_inner_fit = model().fit_state();
+    after_inner_fit = fit().fit_state();
   }
   void record(const std::function<void()>& call) {
     try {
@@ -167,11 +167,10 @@ TEST_F(FitTest, FitStateAndResumeFitAreForTheRunningFitsCallbacks) {
   auto model = testing::small_mlp();
   model->compile({.optimizer = "sgd", .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
   auto data = testing::separable_blobs(16, 4);
-  EXPECT_THAT([&] { model->fit_state(); },
-              ThrowsMessage<ValueError>(HasSubstr("functional: fit_state() is for callbacks while fit runs")));
-  EXPECT_THAT([&] { model->resume_fit(FitState{}); },
-              ThrowsMessage<ValueError>(HasSubstr("functional: resume_fit() is for a callback's on_train_begin")));
   auto probe = std::make_shared<FitStateProbe>();
+  EXPECT_THAT([&] { probe->fit(); },
+              ThrowsMessage<ValueError>(HasSubstr("callback: fit_state() and resume_fit() are for a callback's hooks "
+                                                  "while fit runs")));
   probe->x = data.x;
   probe->y = data.y;
   model->fit(data.x, data.y, {.epochs = 2, .batch_size = 8, .verbose = 0, .callbacks = {probe},
@@ -186,7 +185,8 @@ TEST_F(FitTest, FitStateAndResumeFitAreForTheRunningFitsCallbacks) {
   ASSERT_TRUE(probe->after_inner_fit.has_value());
   EXPECT_EQ(probe->after_inner_fit->epoch, 1);
   EXPECT_EQ(probe->after_inner_fit->total_steps, 2);
-  EXPECT_THAT([&] { model->fit_state(); }, ThrowsMessage<ValueError>(HasSubstr("while fit runs")));
+  // After the fit its callbacks answer to no fit.
+  EXPECT_THAT([&] { probe->fit(); }, ThrowsMessage<ValueError>(HasSubstr("functional: fit_state() and resume_fit()")));
 }
 
 TEST_F(FitTest, NonFiniteLossIsAnErrorUnlessTerminateOnNaN) {

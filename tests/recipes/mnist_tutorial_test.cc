@@ -24,9 +24,9 @@ TEST_P(MnistTrainingTest, TwoEpochsReachTheTutorialsAccuracy) {
   // tutorial's stored order they stop near 0.967, as PyTorch's peer run does.
   MnistTutorialOptions options{
       .data_dir = *dir, .epochs = 2, .normalize = normalize, .shuffle = normalize, .verbose = 0, .devices = 2};
-  distribute::set_cpu_devices(2);  // two logical devices on any machine
+  chorus::set_cpu_devices(2);  // two logical devices on any machine
   MnistTutorialResult result = run_mnist_tutorial(options);
-  distribute::set_cpu_devices(0);
+  chorus::set_cpu_devices(0);
   EXPECT_GE(result.test_logs.at("sparse_categorical_accuracy"), normalize ? 0.97 : 0.90);
 }
 

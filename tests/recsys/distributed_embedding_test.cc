@@ -132,7 +132,7 @@ class DotProductModel : public models::Model {
 // devices trains one device's weights.
 TEST(DistributedEmbeddingTest, MirroredStrategyInOneProcessTrainsOneDevicesWeights) {
   backend::cpu::set_intra_op_threads(1);
-  distribute::set_cpu_devices(2);
+  chorus::set_cpu_devices(2);
   Generator gen(3);
   Tensor users = ops::cast(uniform(Shape{96}, gen, 0, 29), kInt32), items = ops::cast(uniform(Shape{96}, gen, 0, 19), kInt32);
   const data::Dataset data =
@@ -152,7 +152,7 @@ TEST(DistributedEmbeddingTest, MirroredStrategyInOneProcessTrainsOneDevicesWeigh
     return model;
   };
   auto one = train(false), two = train(true);
-  distribute::set_cpu_devices(0);
+  chorus::set_cpu_devices(0);
   ASSERT_EQ(two->weights().size(), 2u);
   EXPECT_EQ(two->weights()[0].shape(), (Shape{30, 4}));  // whole
   EXPECT_EQ(two->distribution()->num_replicas(), 2);

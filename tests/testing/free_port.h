@@ -4,10 +4,10 @@
 // parallel) can be handed it before the test binds it.
 #pragma once
 
-#include "chorus/distribute/launcher.h"
+#include "chorus/cluster/launcher.h"
 
 namespace chorus::testing {
 
-inline int free_port() { return distribute::free_loopback_port(); }
+inline int free_port() { return cluster::free_loopback_port(); }
 
 }  // namespace chorus::testing

@@ -7,13 +7,13 @@
 
 #include <fmt/format.h>
 
-#include "chorus/distribute/launcher.h"
+#include "chorus/cluster/launcher.h"
 #include "tools/chorus/commands.h"
 
 namespace chorus::cli {
 
 void add_launch_command(CLI::App& app) {
-  auto options = std::make_shared<distribute::LaunchOptions>();
+  auto options = std::make_shared<cluster::LaunchOptions>();
   CLI::App* launch = app.add_subcommand(
       "launch", "Start N local workers of a multi-worker job: chorus launch -n N -- PROGRAM ARGS...");
   launch->add_option("-n,--nproc-per-node", options->nproc_per_node, "Workers to start on this host")
@@ -57,7 +57,7 @@ void add_launch_command(CLI::App& app) {
                                       "(default 30)")
       ->check(CLI::NonNegativeNumber);
   launch->add_option("command", options->command, "The program and its arguments, after --")->required();
-  launch->callback([options] { throw ExitRequest{distribute::launch(*options)}; });
+  launch->callback([options] { throw ExitRequest{cluster::launch(*options)}; });
 }
 
 }  // namespace chorus::cli

@@ -5,6 +5,7 @@
 namespace chorus::backend::cpu {
 namespace {
 
+// Per thread so that a test can run one thread's kernels on another ISA (IsaOverride).
 thread_local int t_isa_override = -1;  // -1: none; else an Isa value
 
 Isa detect_best_isa() {

@@ -65,7 +65,7 @@ struct ThreadState {
 };
 
 ThreadState& thread_state() {
-  thread_local ThreadState state;
+  thread_local ThreadState state;  // oneDNN's stream and primitive cache are per thread
   return state;
 }
 

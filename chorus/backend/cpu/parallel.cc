@@ -8,6 +8,8 @@ namespace {
 constexpr unsigned kFlushToZero = 0x8000;      // MXCSR.FTZ
 constexpr unsigned kDenormalsAreZero = 0x0040;  // MXCSR.DAZ
 
+// The CPU pool's per-thread settings: a replica's share of the cores, and the threads an
+// update team lends it.
 thread_local int t_threads = 0;  // 0: not set, use OpenMP's default
 thread_local LentThreads* t_lent = nullptr;
 

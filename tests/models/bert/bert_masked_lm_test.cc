@@ -4,9 +4,9 @@
 #include <fstream>
 
 #include "chorus/backend/cpu/parallel.h"
+#include "chorus/core/devices.h"
 #include "chorus/data/text_line_dataset.h"
-#include "chorus/distribute/devices.h"
-#include "chorus/distribute/distribution.h"
+#include "chorus/distribution/distribution.h"
 #include "chorus/io/safetensors.h"
 #include "chorus/layers/initializers.h"
 #include "chorus/optimizers/adamw.h"
@@ -235,11 +235,11 @@ class BertMaskedLMDataParallelTest : public BertMaskedLMDataTest {
   void SetUp() override {
     BertMaskedLMDataTest::SetUp();
     backend::cpu::set_intra_op_threads(1);
-    distribute::set_cpu_devices(3);
+    chorus::set_cpu_devices(3);
   }
   void TearDown() override {
     dist::set_distribution(nullptr);
-    distribute::set_cpu_devices(0);
+    chorus::set_cpu_devices(0);
     BertMaskedLMDataTest::TearDown();
   }
   std::unique_ptr<BertMaskedLM> train(int devices) const {

@@ -47,9 +47,9 @@ std::shared_ptr<text::BertMaskedLMPreprocessor> make_preprocessor(const BertMlmT
 
 BertMlmTutorialResult run_bert_mlm_tutorial(const BertMlmTutorialOptions& options) {
   layers::set_random_seed(options.seed);
-  std::vector<Device> devices = distribute::list_devices();
+  std::vector<Device> devices = chorus::list_devices();
   if (options.devices > 0) {
-    for (int i = 0; i < options.devices; ++i) distribute::check_device(Device::cpu(i));
+    for (int i = 0; i < options.devices; ++i) chorus::check_device(Device::cpu(i));
     devices.resize(static_cast<size_t>(options.devices));
   }
   distribute::MirroredStrategy strategy(devices);

@@ -102,14 +102,14 @@ MnistTutorialResult run_mnist_tutorial(const MnistTutorialOptions& options) {
   MnistDatasets data =
       get_dataset(options.data_dir, options.batch_size, options.normalize, options.seed, options.shuffle);
   MnistTutorialResult result;
-  std::vector<Device> devices = distribute::list_devices();
+  std::vector<Device> devices = chorus::list_devices();
   if (options.devices > 0) {
-    for (int i = 0; i < options.devices; ++i) distribute::check_device(Device::cpu(i));
+    for (int i = 0; i < options.devices; ++i) chorus::check_device(Device::cpu(i));
     devices.resize(static_cast<size_t>(options.devices));
   }
   // Under a launcher (chorus launch, torchrun, mpirun, Slurm, TF_CONFIG) the tutorial's
   // multi-worker variant: MultiWorkerMirroredStrategy over the same local devices.
-  const distribute::ClusterSpec cluster = distribute::discover_cluster();
+  const cluster::ClusterSpec cluster = cluster::discover_cluster();
   const std::shared_ptr<distribution::DataParallel> strategy =
       cluster.multi_worker() ? distribute::MultiWorkerMirroredStrategy(cluster, devices).distribution()
                              : distribute::MirroredStrategy(devices).distribution();

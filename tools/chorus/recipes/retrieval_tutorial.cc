@@ -112,13 +112,13 @@ RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& o
   // devices, current while the model is compiled (which captures it). Under a launcher
   // (chorus launch, torchrun, mpirun, Slurm, TF_CONFIG) keras.distribution.initialize()
   // joins the job first, and DataParallel then spans every worker.
-  const distribute::ClusterSpec cluster = distribute::discover_cluster();
+  const cluster::ClusterSpec cluster = cluster::discover_cluster();
   distribution::initialize(cluster);
   std::optional<distribution::DistributionScope> data_parallel;
   if (options.devices != 1 || cluster.multi_worker()) {
-    std::vector<Device> devices = distribute::list_devices();
+    std::vector<Device> devices = chorus::list_devices();
     if (options.devices > 1) {
-      for (int i = 0; i < options.devices; ++i) distribute::check_device(Device::cpu(i));
+      for (int i = 0; i < options.devices; ++i) chorus::check_device(Device::cpu(i));
       devices.resize(static_cast<size_t>(options.devices));
     }
     data_parallel.emplace(distribution::DataParallel(devices).scope());

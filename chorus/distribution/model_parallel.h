@@ -1,0 +1,82 @@
+// ModelParallel: Keras 3's keras.distribution.ModelParallel. Variables are laid out over a
+// DeviceMesh by a LayoutMap (sharded where a layout names a mesh axis, replicated
+// elsewhere) and each batch is split along the mesh's batch axis: a (2, 4) mesh of
+// ("batch", "model") runs two data-parallel replicas of a model split four ways. Steps run
+// on one thread per device (distribute/mesh_runner.h); the ops insert the collectives the
+// layouts imply (ops/sharded_ops.h). Immutable once built, like every Distribution.
+//
+//   DeviceMesh mesh({2, 4}, {"batch", "model"}, ch::devices());
+//   LayoutMap layout_map(mesh);
+//   layout_map["d1/kernel"] = {std::nullopt, "model"};
+//   ch::distribution::set_distribution(ModelParallel(layout_map, {.batch_dim_name = "batch"}));
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "chorus/distribution/distribution.h"
+#include "chorus/distribution/layout_map.h"
+
+namespace chorus::distribution {
+
+// Where one variable lives on the mesh: split along `dim` over mesh axis `axis` (indices
+// into the mesh's axes), or replicated when `axis` is nullopt.
+struct VariablePlacement {
+  std::optional<int> axis;
+  int dim = 0;
+};
+
+struct ModelParallelOptions {
+  // The mesh axis batches are split along; empty: the mesh's first.
+  std::string batch_dim_name;
+  // Keras's option for multi-worker input, kept for its config.
+  bool auto_shard_dataset = true;
+  // ZeRO stage 1: the optimizer state of a variable that is replicated over the batch axis
+  // is split over it by rows too; each device updates its rows, then the rows are
+  // gathered. A variable whose first dimension does not divide keeps whole state.
+  bool shard_optimizer_state = false;
+};
+
+class ModelParallel : public Distribution {
+ public:
+  // Throws ValueError when `batch_dim_name` is not an axis of the mesh.
+  explicit ModelParallel(LayoutMap layout_map, ModelParallelOptions options = {});
+  // Keras's ModelParallel(layout_map=..., batch_dim_name=...).
+  ModelParallel(LayoutMap layout_map, std::string batch_dim_name)
+      : ModelParallel(std::move(layout_map), ModelParallelOptions{.batch_dim_name = std::move(batch_dim_name)}) {}
+
+  const LayoutMap& layout_map() const { return layout_map_; }
+  const std::string& batch_dim_name() const { return options_.batch_dim_name; }
+  int batch_axis() const { return batch_axis_; }
+  const ModelParallelOptions& options() const { return options_; }
+
+  TensorLayout get_data_layout(const Shape& data_shape) const override;
+  // The LayoutMap's layout for the variable's path, or a replicated one.
+  TensorLayout get_variable_layout(const autograd::Variable& variable) const override;
+  // The placement of a variable, checked against its shape and the mesh (DESIGN.md §3:
+  // errors come before the first step). Throws ValueError naming the variable for a layout
+  // of another rank, an axis the mesh lacks, a dimension that does not divide over its
+  // axis ("d1/kernel: dimension 1 of shape (784, 250) does not divide over mesh axis
+  // 'model' of size 4"), and for what chorus does not do yet: a variable sharded along
+  // more than one dimension, or over the batch axis.
+  VariablePlacement placement(const autograd::Variable& variable) const;
+  // The placement the LayoutMap asks for a layer's output (key "<layer path>/output"), or
+  // nullopt for none. The batch axis may name the first dimension (the batch is split along
+  // it anyway). Throws ValueError as placement() does.
+  std::optional<VariablePlacement> output_placement(const std::string& layer_path, const Shape& shape) const;
+
+  // The data-parallel replicas: the batch axis's size (times the workers, unless the mesh
+  // spans them).
+  int num_replicas() const override;
+  std::shared_ptr<Distribution> clone() const override { return std::make_shared<ModelParallel>(*this); }
+
+ private:
+  VariablePlacement placement_of(const std::string& path, const TensorLayout& layout, const Shape& shape,
+                                 bool output) const;
+
+  LayoutMap layout_map_;
+  ModelParallelOptions options_;
+  int batch_axis_ = 0;
+};
+
+}  // namespace chorus::distribution
