@@ -15,6 +15,7 @@
 #include "chorus/io/atomic_file.h"
 #include "chorus/io/safetensors.h"
 #include "chorus/models/model.h"
+#include "chorus/models/object_paths.h"
 #include "chorus/models/whole_values.h"
 
 namespace chorus::callbacks {
@@ -33,10 +34,14 @@ std::string describe(const std::string& path, const Shape& shape, DType dtype) {
   return fmt::format("{} {} {}", path, shape.to_string(), dtype_name(dtype));
 }
 
-// What identifies the model a backup belongs to: each weight's path, shape and dtype.
-std::vector<std::string> signature(const models::Model& model) {
+// What identifies the model a backup belongs to: each weight's key (`keys`: object paths,
+// or Variable::path()s as backups written before object paths have them), shape and dtype.
+std::vector<std::string> signature(const models::Model& model, const std::vector<std::string>& keys) {
   std::vector<std::string> out;
-  for (const autograd::Variable& v : model.weights()) out.push_back(describe(v.path(), v.whole_shape(), v.dtype()));
+  const std::vector<autograd::Variable> weights = model.weights();
+  for (size_t i = 0; i < weights.size(); ++i) {
+    out.push_back(describe(keys[i], weights[i].whole_shape(), weights[i].dtype()));
+  }
   return out;
 }
 
@@ -83,9 +88,12 @@ models::FitState state_from_json(const json& j, const std::map<std::string, Tens
 }
 
 // Throws ValueError naming the first difference between the backup's signature and the model's.
+// A backup written before object paths lists the weights' global paths: it matches when
+// they are exactly this model's (its files then load by those keys too).
 void check_signature(const fs::path& dir, const json& saved, const models::Model& model) {
-  const std::vector<std::string> have = signature(model);
   const auto want = saved.get<std::vector<std::string>>();
+  if (want == signature(model, models::legacy_paths(model.weights()))) return;
+  const std::vector<std::string> have = signature(model, models::weight_object_paths(model));
   for (size_t i = 0; i < std::max(have.size(), want.size()); ++i) {
     const std::string in_backup = i < want.size() ? want[i] : "nothing", in_model = i < have.size() ? have[i] : "nothing";
     if (in_backup != in_model) {
@@ -111,8 +119,13 @@ std::string backup_name(int64_t steps) { return fmt::format("{}{:012d}", kPrefix
 BackupSnapshot take_backup_snapshot(const models::Model& model, models::FitState state,
                                     cluster::WorkerGroup* workers) {
   // Copies: training goes on updating the variables in place while the backup is written.
-  return {model.name(), signature(model), models::whole_values(model.weights(), workers, /*copy=*/true),
-          models::whole_values(model.optimizer().variables(), workers, /*copy=*/true), std::move(state)};
+  // Keyed by object paths, so that another instance of the model's class resumes from it.
+  const std::vector<std::string> keys = models::weight_object_paths(model);
+  return {model.name(), signature(model, keys),
+          models::with_keys(models::whole_values(model.weights(), workers, /*copy=*/true), keys),
+          models::with_keys(models::whole_values(model.optimizer().variables(), workers, /*copy=*/true),
+                            models::optimizer_object_paths(model.optimizer(), model)),
+          std::move(state)};
 }
 
 void write_backup(const fs::path& dir, const BackupSnapshot& snapshot) {
@@ -127,7 +140,8 @@ void write_backup(const fs::path& dir, const BackupSnapshot& snapshot) {
   // Plain writes: the staging directory is flushed and swapped in as a whole by commit().
   json files = json::object();
   auto write = [&](const char* file, const io::NamedTensors& tensors, const char* format) {
-    const std::string bytes = io::safetensors_bytes(out / file, tensors, {{"format", format}});
+    const std::string bytes =
+        io::safetensors_bytes(out / file, tensors, {{"format", format}, {models::kKeysMetadata, models::kObjectPathKeys}});
     write_plain_file(out / file, bytes);
     files[file] = data::sha256_hex(bytes);
   };

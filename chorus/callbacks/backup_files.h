@@ -37,8 +37,8 @@ class DamagedBackupError : public IOError {
 // may write it while training goes on.
 struct BackupSnapshot {
   std::string model_name;
-  std::vector<std::string> signature;  // each weight's path, shape and dtype
-  io::NamedTensors weights, optimizer;
+  std::vector<std::string> signature;  // each weight's object path, shape and dtype
+  io::NamedTensors weights, optimizer;   // keyed by object paths (models/object_paths.h)
   models::FitState state;
 };
 BackupSnapshot take_backup_snapshot(const models::Model& model, models::FitState state,

@@ -85,6 +85,9 @@ class Layer {
   std::vector<Variable> trainable_weights() const;
   std::vector<Variable> non_trainable_weights() const;
   int64_t count_params() const;
+  // The weights this layer made with add_weight(), without its sublayers', in creation
+  // order (saving keys them by object path: models/object_paths.h).
+  const std::vector<Variable>& own_weights() const { return own_weights_; }
 
   // Direct sublayers in the order they were added.
   const std::vector<Layer*>& layers() const { return sublayers_; }

@@ -6,6 +6,7 @@
 #include "chorus/core/error.h"
 #include "chorus/layers/dropout.h"
 #include "chorus/models/callback_list.h"
+#include "chorus/models/object_paths.h"
 #include "chorus/models/trainer.h"
 
 namespace chorus::models {
@@ -57,7 +58,11 @@ FitState Trainer::fit_state() const {
   }
   const optimizers::Optimizer& optimizer = model_.optimizer();
   if (!optimizer.learning_rate_spec().is_schedule()) state.learning_rate = optimizer.learning_rate();
-  for (const layers::Dropout* d : dropouts_of(model_)) state.dropout_calls.emplace_back(d->path(), d->call_count());
+  const auto layer_paths = layer_object_paths(model_);  // not global names: another instance resumes from it
+  for (const layers::Dropout* d : dropouts_of(model_)) {
+    const auto path = layer_paths.find(d);
+    state.dropout_calls.emplace_back(path == layer_paths.end() ? d->path() : path->second, d->call_count());
+  }
   state.callbacks = progress.callbacks->get_states();
   return state;
 }

@@ -28,7 +28,7 @@ struct FitState {
   std::vector<double> metric_states;
   // The optimizer's rate when it is a constant (callbacks may have changed it).
   std::optional<double> learning_rate;
-  // Each Dropout's path and masks drawn, in layer order.
+  // Each Dropout's object path (models/object_paths.h) and masks drawn, in layer order.
   std::vector<std::pair<std::string, uint64_t>> dropout_calls;
   // The states of the fit's callbacks that have one, in order.
   std::vector<CallbackState> callbacks;

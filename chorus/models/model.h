@@ -147,13 +147,17 @@ class Model : public layers::Layer {
   void summary(std::ostream& out) const;
   void summary() const;
 
-  // Weights only, one safetensors file keyed by variable path. Written atomically.
+  // Weights only, one safetensors file keyed by object path (models/object_paths.h:
+  // "dense_1/kernel" by the layer's place in the model, not its global name), so that
+  // another instance of the same model reads it. Written atomically.
   void save_weights(const std::filesystem::path& path) const;
-  // Throws ValueError listing missing, unexpected and mismatched (shape/dtype) variables.
+  // Also reads files keyed by Variable::path(), as chorus wrote them before object paths.
+  // Throws ValueError naming the first path that differs and listing missing, unexpected
+  // and mismatched (shape/dtype) variables.
   void load_weights(const std::filesystem::path& path);
   // The optimizer's iterations and slots from a safetensors file (optimizer.safetensors
-  // of save()), building the optimizer first if needed. REQUIRES: compiled(). Throws
-  // ValueError listing missing, unexpected and mismatched variables.
+  // of save(); a slot keyed by its variable's object path), building the optimizer first
+  // if needed. REQUIRES: compiled(). Throws ValueError as load_weights does.
   void load_optimizer_state(const std::filesystem::path& path);
   // The whole model in a directory: config.json (architecture and compile settings),
   // model.weights.safetensors, optimizer.safetensors and state.json. Atomic.

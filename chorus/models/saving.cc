@@ -1,16 +1,23 @@
 // Model::save_weights / load_weights / save and load_model. A saved model is a
 // directory (DESIGN.md §4):
 //   config.json                {"class_name", "config", "compile_config"?}
-//   model.weights.safetensors  every weight, keyed by its path ("dense_1/kernel")
-//   optimizer.safetensors      the optimizer's iterations and slots (when built)
+//   model.weights.safetensors  every weight, keyed by its object path ("dense_1/kernel",
+//                              object_paths.h); metadata "keys": "object_paths"
+//   optimizer.safetensors      the optimizer's iterations and slots (when built), a slot
+//                              keyed "optimizer/<its variable's object path>/<slot>"
+// Files written before object paths, keyed by Variable::path() (the layers' global
+// names) and unmarked, still load (keys_of_file).
 //   state.json                 {"format": "chorus.model", "version": 1, "optimizer": bool}
 //                              ("optimizer": whether optimizer.safetensors was written;
 //                              absent in checkpoints saved before it was recorded)
 // Loading never runs anything from the files: configs name layer classes that must be
 // registered (layers/registry.h).
+#include <algorithm>
+#include <cassert>
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "chorus/core/error.h"
 #include "chorus/core/error_context.h"
@@ -19,6 +26,7 @@
 #include "chorus/layers/weight_budget.h"
 #include "chorus/models/functional_graph.h"
 #include "chorus/models/model.h"
+#include "chorus/models/object_paths.h"
 #include "chorus/models/whole_values.h"
 
 #include <functional>
@@ -39,33 +47,72 @@ constexpr int kModelVersion = 1;  // the state.json version this build writes an
 
 std::string describe(const Shape& shape, DType dtype) { return shape.to_string() + " " + std::string(dtype_name(dtype)); }
 
-// Assigns the tensors of `file` to `variables` by path, or throws ValueError listing
-// every missing, unexpected and mismatched variable.
-void assign_by_path(const std::vector<Variable>& variables, const io::NamedTensors& tensors, const std::string& what,
-                    const fs::path& file) {
-  std::map<std::string, Tensor> by_name(tensors.begin(), tensors.end());
-  std::vector<std::string> missing, mismatched;
-  for (const Variable& v : variables) {
-    auto it = by_name.find(v.path());
+// The keys `file` uses for variables whose object paths are `object_keys`. This build marks
+// what it writes (kKeysMetadata) and keys it by object paths. An unmarked file whose keys
+// are exactly the variables' Variable::path()s (`legacy_keys`) was written before object
+// paths, and is read by those even where its keys are object paths too (a model whose
+// layers were made in another order than it calls them): that is what its writer meant.
+const std::vector<std::string>& keys_of_file(const io::SafetensorsContents& contents,
+                                             const std::vector<std::string>& object_keys,
+                                             const std::vector<std::string>& legacy_keys) {
+  const auto marker = contents.metadata.find(kKeysMetadata);
+  if (marker != contents.metadata.end() && marker->second == kObjectPathKeys) return object_keys;
+  const std::set<std::string> legacy(legacy_keys.begin(), legacy_keys.end());
+  const bool exactly_legacy = legacy.size() == legacy_keys.size() && contents.tensors.size() == legacy.size() &&
+                              std::all_of(contents.tensors.begin(), contents.tensors.end(),
+                                          [&](const auto& named) { return legacy.contains(named.first); });
+  return exactly_legacy ? legacy_keys : object_keys;
+}
+
+// Assigns the tensors of `file` to `variables`, keys[i] naming variables[i]'s, or throws
+// ValueError naming the first path that differs (the model's first missing or mismatched
+// key, else the file's first unexpected one) and listing every difference.
+void assign_by_key(const std::vector<Variable>& variables, const std::vector<std::string>& keys,
+                   const io::NamedTensors& tensors, const std::string& what, const fs::path& file) {
+  assert(variables.size() == keys.size());
+  const std::map<std::string, Tensor> by_name(tensors.begin(), tensors.end());
+  std::vector<std::string> missing, mismatched, unexpected;
+  std::string first;
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const Variable& v = variables[i];
+    const auto it = by_name.find(keys[i]);
+    const std::string in_model = what + " " + describe(v.whole_shape(), v.dtype());
     if (it == by_name.end()) {
-      missing.push_back(v.path());
+      missing.push_back(keys[i]);
+      if (first.empty()) first = fmt::format("'{}' ({}, not in the file)", keys[i], in_model);
     } else if (it->second.shape() != v.whole_shape() || it->second.dtype() != v.dtype()) {
-      mismatched.push_back(fmt::format("{} (file {}, {} {})", v.path(), describe(it->second.shape(), it->second.dtype()),
-                                       what, describe(v.whole_shape(), v.dtype())));
+      const std::string difference = fmt::format("file {}, {}", describe(it->second.shape(), it->second.dtype()), in_model);
+      mismatched.push_back(fmt::format("{} ({})", keys[i], difference));
+      if (first.empty()) first = fmt::format("'{}' ({})", keys[i], difference);
     }
   }
-  std::vector<std::string> unexpected;
-  for (const auto& [name, t] : by_name) {
-    bool known = false;
-    for (const Variable& v : variables) known = known || v.path() == name;
-    if (!known) unexpected.push_back(name);
+  const std::set<std::string> known(keys.begin(), keys.end());
+  for (const auto& [name, t] : tensors) {
+    if (known.contains(name)) continue;
+    unexpected.push_back(name);
+    if (first.empty()) first = fmt::format("'{}' (in the file, not in {})", name, what);
   }
-  if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
+  if (!first.empty()) {
     auto list = [](const std::vector<std::string>& xs) { return xs.empty() ? std::string("none") : fmt::format("{}", fmt::join(xs, ", ")); };
-    throw_error<ValueError>("{}: {} does not match: missing from the file: {}; unexpected in the file: {}; mismatched: {}",
-                            file.string(), what, list(missing), list(unexpected), list(mismatched));
+    throw_error<ValueError>(
+        "{}: {} does not match: the first path that differs is {}; missing from the file: {}; unexpected in the file: "
+        "{}; mismatched: {}",
+        file.string(), what, first, list(missing), list(unexpected), list(mismatched));
   }
-  for (const Variable& v : variables) v.assign_whole(by_name.at(v.path()));
+  for (size_t i = 0; i < variables.size(); ++i) variables[i].assign_whole(by_name.at(keys[i]));
+}
+
+// Reads `file` into `variables`, whose object paths are `object_keys` (keys_of_file).
+void load_by_key(const std::vector<Variable>& variables, const std::vector<std::string>& object_keys,
+                 const std::string& what, const fs::path& file) {
+  const io::SafetensorsContents contents = io::load_safetensors(file);
+  const std::vector<std::string> legacy_keys = legacy_paths(variables);
+  assign_by_key(variables, keys_of_file(contents, object_keys, legacy_keys), contents.tensors, what, file);
+}
+
+// The metadata of a file this build writes: its format, and that it is keyed by object paths.
+std::map<std::string, std::string> file_metadata(const std::string& format) {
+  return {{"format", format}, {kKeysMetadata, kObjectPathKeys}};
 }
 
 nlohmann::json read_json(const fs::path& path) {
@@ -137,10 +184,10 @@ void write_on_chief(const std::shared_ptr<distribution::Distribution>& distribut
 
 void Model::save_weights(const fs::path& path) const {
   if (!built()) throw_error<ValueError>("{}: save_weights on a model that was never built", name());
-  const io::NamedTensors tensors = whole_values(weights(), workers_of(distribution_));
-  write_on_chief(distribution_, [&] {
-    io::save_safetensors(path, tensors, {{"format", "chorus.weights"}, {"model", name()}});
-  });
+  const io::NamedTensors tensors = with_keys(whole_values(weights(), workers_of(distribution_)), weight_object_paths(*this));
+  std::map<std::string, std::string> metadata = file_metadata("chorus.weights");
+  metadata["model"] = name();
+  write_on_chief(distribution_, [&] { io::save_safetensors(path, tensors, metadata); });
 }
 
 void Model::load_weights(const fs::path& path) {
@@ -148,21 +195,24 @@ void Model::load_weights(const fs::path& path) {
   if (!built()) {
     throw_error<ValueError>("{}: load_weights needs a built model: call it on a batch (or build it) first", name());
   }
-  assign_by_path(weights(), io::load_safetensors(file).tensors, "model '" + name() + "'", file);
+  load_by_key(weights(), weight_object_paths(*this), "model '" + name() + "'", file);
 }
 
 void Model::load_optimizer_state(const fs::path& path) {
   if (!optimizer().built()) optimizer().build(trainable_weights());
-  assign_by_path(optimizer().variables(), io::load_safetensors(path).tensors, "optimizer '" + optimizer().name() + "'",
-                 path);
+  load_by_key(optimizer().variables(), optimizer_object_paths(optimizer(), *this),
+              "optimizer '" + optimizer().name() + "'", path);
 }
 
 void Model::save(const fs::path& path) const {
   if (!built()) throw_error<ValueError>("{}: save on a model that was never built", name());
   const bool with_optimizer = compiled() && optimizer_->built();
-  const io::NamedTensors weights_tensors = whole_values(weights(), workers_of(distribution_));
+  const io::NamedTensors weights_tensors =
+      with_keys(whole_values(weights(), workers_of(distribution_)), weight_object_paths(*this));
   const io::NamedTensors optimizer_tensors =
-      with_optimizer ? whole_values(optimizer_->variables(), workers_of(distribution_)) : io::NamedTensors();
+      with_optimizer ? with_keys(whole_values(optimizer_->variables(), workers_of(distribution_)),
+                                 optimizer_object_paths(*optimizer_, *this))
+                     : io::NamedTensors();
   write_on_chief(distribution_, [&] { save_files(path, weights_tensors, optimizer_tensors); });
 }
 
@@ -178,9 +228,9 @@ void Model::save_files(const fs::path& path, const io::NamedTensors& weights_ten
                                 {"metrics", metrics}};
   }
   write_json(dir.staging() / "config.json", config);
-  io::save_safetensors(dir.staging() / kWeightsFile, weights_tensors, {{"format", "chorus.weights"}});
+  io::save_safetensors(dir.staging() / kWeightsFile, weights_tensors, file_metadata("chorus.weights"));
   if (compiled() && optimizer_->built()) {
-    io::save_safetensors(dir.staging() / kOptimizerFile, optimizer_tensors, {{"format", "chorus.optimizer"}});
+    io::save_safetensors(dir.staging() / kOptimizerFile, optimizer_tensors, file_metadata("chorus.optimizer"));
   }
   write_json(dir.staging() / kStateFile, saved_state(compiled() && optimizer_->built()));
   dir.commit();

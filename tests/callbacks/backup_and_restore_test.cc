@@ -63,6 +63,7 @@ struct BackupRunOptions {
   int devices = 0;                    // data-parallel replicas (0: no distribution)
   int64_t steps_per_epoch = -1;
   int64_t hidden = 16;  // another model's backup: another width
+  bool other_names = false;  // a Dense made first: the model's layers get other global names
 };
 
 // A dropout MLP trained 4 epochs with Adam on shuffled batches (7 per epoch), validated
@@ -70,6 +71,7 @@ struct BackupRunOptions {
 // states carry across epochs. The same program each time, as a restarted process runs.
 BackupFitRun train_with_backups(const BackupRunOptions& options) {
   layers::Layer::reset_names();
+  if (options.other_names) layers::Dense(1);  // before the seed, so that it draws nothing the model would
   layers::set_random_seed(3);
   if (options.devices > 0) {
     distribution::set_distribution(std::make_shared<distribution::DataParallel>(
@@ -218,6 +220,14 @@ TEST_F(BackupAndRestoreTest, AnotherModelsBackupIsRefusedNamingTheFirstDifferenc
               ThrowsMessage<ValueError>(AllOf(HasSubstr("backup-000000000009 was written by another model"),
                                               HasSubstr("its weight 0 is dense/kernel (4, 16) float32"),
                                               HasSubstr("has dense/kernel (4, 8) float32"))));
+}
+
+TEST_F(BackupAndRestoreTest, AnotherInstanceOfTheModelResumesExactly) {
+  const BackupFitRun reference = train_with_backups({});
+  crash_with_two_backups(dir_ / "backup");
+  // Layers named dense_1, dropout, dense_2 now: the backup is keyed by object paths.
+  expect_same_fit(train_with_backups({.backup_dir = dir_ / "backup", .backup = {.save_freq = 3}, .other_names = true}),
+                  reference);
 }
 
 TEST_F(BackupAndRestoreTest, ABackupOfANewerFormatIsRefused) {

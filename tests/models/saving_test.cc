@@ -76,9 +76,9 @@ TEST_F(SavingTest, ResumingFromACheckpointEqualsUninterruptedTraining) {
 TEST_F(SavingTest, WeightsRoundTripAndMismatchListsEveryDifference) {
   auto model = testing::small_mlp(4, 8, 3);
   model->save_weights(root() / "w.weights.safetensors");
-  auto same = testing::small_mlp(4, 8, 3);  // dense_2, dense_3: other names
-  EXPECT_THAT([&] { same->load_weights(root() / "w.weights.safetensors"); },
-              ThrowsMessage<ValueError>(HasSubstr("missing from the file: dense_2/kernel, dense_2/bias, dense_3/kernel")));
+  auto same = testing::small_mlp(4, 8, 3);  // dense_2, dense_3: other names, the same object paths
+  same->load_weights(root() / "w.weights.safetensors");
+  EXPECT_TRUE(testing::same_bits((*model)(testing::random_tensor({3, 4}, 2)), (*same)(testing::random_tensor({3, 4}, 2))));
 
   layers::Layer::reset_names();
   auto other = testing::small_mlp(4, 5, 3);
@@ -114,9 +114,10 @@ TEST_F(SavingTest, SubclassedModelsCannotBeRebuiltFromConfig) {
   tiny(testing::random_tensor({1, 3}, 1));
   tiny.save(root() / "tiny");
   EXPECT_THAT([&] { load_model(root() / "tiny"); }, ThrowsMessage<ValueError>(HasSubstr("call load_weights")));
-  Tiny again;
+  Tiny again;  // its Dense is dense_1, keyed "dense" as the first one's
   again(testing::random_tensor({1, 3}, 1));
-  EXPECT_THAT([&] { again.load_weights(root() / "tiny"); }, ThrowsMessage<ValueError>(HasSubstr("dense_1/kernel")));
+  again.load_weights(root() / "tiny");
+  EXPECT_TRUE(testing::same_bits(tiny(testing::random_tensor({1, 3}, 2)), again(testing::random_tensor({1, 3}, 2))));
 }
 
 TEST_F(SavingTest, LoadModelOfAMissingOrCorruptDirectoryIsAnIOError) {
