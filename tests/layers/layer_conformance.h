@@ -127,4 +127,19 @@ inline void expect_layer_conforms(const LayerCase& c) {
   expect_weights(*symbolic, c);
 }
 
+// `layer`, built on (batch, units) inputs, refuses a (batch, units + 1) and a
+// (2, batch, units) input with the ValueErrors of its InputSpec (ndim=2, axis -1 = units):
+// "Input 0 of layer \"<name>\" is incompatible with the layer: expected ...".
+inline void expect_2d_input_spec(layers::Layer& layer, int64_t batch, int64_t units) {
+  const std::string prefix = "Input 0 of layer \"" + layer.name() + "\" is incompatible with the layer: ";
+  const Shape wider{batch, units + 1}, deeper{2, batch, units};
+  EXPECT_THAT([&] { layer(random_tensor(wider, 1)); },
+              ::testing::ThrowsMessage<ValueError>(::testing::HasSubstr(
+                  prefix + "expected axis -1 of input shape to have value " + std::to_string(units) +
+                  ", but received input with shape " + wider.to_string())));
+  EXPECT_THAT([&] { layer(random_tensor(deeper, 1)); },
+              ::testing::ThrowsMessage<ValueError>(::testing::HasSubstr(
+                  prefix + "expected ndim=2, found ndim=3. Full shape received: " + deeper.to_string())));
+}
+
 }  // namespace chorus::testing
