@@ -8,12 +8,7 @@
 namespace chorus::layers {
 namespace {
 
-using testing::expect_gradients_match;
-using testing::expect_layer_conforms;
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::layer_test_names;
 
 // Per-channel statistics of a (rows, channels) view: the mean and the biased variance.
 std::pair<std::vector<double>, std::vector<double>> channel_moments(const Tensor& x, int64_t channels) {

@@ -142,4 +142,17 @@ inline void expect_2d_input_spec(layers::Layer& layer, int64_t batch, int64_t un
                   prefix + "expected ndim=2, found ndim=3. Full shape received: " + deeper.to_string())));
 }
 
+// The names every layer test uses: a test says `using namespace testing::layer_test_names;`
+// in its anonymous namespace once, instead of a using-declaration per name in every file.
+namespace layer_test_names {
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StrEq;
+using ::testing::ThrowsMessage;
+using chorus::testing::expect_gradients_match;
+using chorus::testing::expect_layer_conforms;
+using chorus::testing::random_tensor;
+using chorus::testing::tensors_near;
+}  // namespace layer_test_names
+
 }  // namespace chorus::testing

@@ -7,12 +7,7 @@
 namespace chorus::layers {
 namespace {
 
-using testing::expect_gradients_match;
-using testing::expect_layer_conforms;
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::layer_test_names;
 
 // Normalises each row of a (rows, n) view over its n elements.
 Tensor layer_norm_ref(const Tensor& x, int64_t n, const std::vector<double>& gamma, const std::vector<double>& beta,
