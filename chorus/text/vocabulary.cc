@@ -8,6 +8,13 @@
 
 namespace chorus::text {
 
+std::function<std::optional<std::string>()> next_line_of(const std::vector<std::string>& lines) {
+  return [&lines, next = size_t{0}]() mutable -> std::optional<std::string> {
+    if (next == lines.size()) return std::nullopt;
+    return lines[next++];
+  };
+}
+
 Vocabulary::Vocabulary(std::vector<std::string> tokens, std::string_view source)
     : tokens_(std::move(tokens)), source_(source) {
   if (tokens_.empty()) throw_error<ValueError>("{}: expected at least one token, got an empty vocabulary", source_);

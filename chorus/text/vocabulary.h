@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,11 @@ struct StringHash {
   size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 using TokenIndex = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
+// The line source the vocabulary learners read (compute_word_piece_vocabulary,
+// build_word_vocabulary): each call returns the next line, nullopt at the end. This one
+// reads `lines`, which must outlive it; one thread at a time.
+std::function<std::optional<std::string>()> next_line_of(const std::vector<std::string>& lines);
 
 class Vocabulary {
  public:

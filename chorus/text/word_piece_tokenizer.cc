@@ -141,23 +141,4 @@ std::string WordPieceTokenizer::detokenize(const std::vector<int32_t>& ids) cons
   return out;
 }
 
-Tree WordPieceTokenizer::tokenize(const Tensor& strings) const {
-  return detail::tokenize_strings(
-      strings, options_.sequence_length,
-      [this](std::string_view text, std::vector<int32_t>& ids) { tokenize_into(text, ids); },
-      "WordPieceTokenizer.tokenize");
-}
-
-Tensor WordPieceTokenizer::detokenize(const Tensor& ids) const { return detokenize(Tree(ids)); }
-
-Tensor WordPieceTokenizer::detokenize(const RaggedTensor& ids) const {
-  return detail::detokenize_ids(
-      ids, [this](const std::vector<int32_t>& row) { return detokenize(row); }, "WordPieceTokenizer.detokenize");
-}
-
-Tensor WordPieceTokenizer::detokenize(const Tree& ids) const {
-  return detail::detokenize_ids(
-      ids, [this](const std::vector<int32_t>& row) { return detokenize(row); }, "WordPieceTokenizer.detokenize");
-}
-
 }  // namespace chorus::text

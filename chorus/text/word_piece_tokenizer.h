@@ -12,6 +12,7 @@
 #include "chorus/core/tensor.h"
 #include "chorus/core/tree.h"
 #include "chorus/text/pretokenizer.h"
+#include "chorus/text/tokenizer_tensors.h"
 #include "chorus/text/vocabulary.h"
 
 namespace chorus::text {
@@ -30,7 +31,7 @@ struct WordPieceTokenizerOptions {
   std::string oov_token = "[UNK]";
 };
 
-class WordPieceTokenizer {
+class WordPieceTokenizer : public detail::TensorTokenizer<WordPieceTokenizer> {
  public:
   // A word longer than this many bytes becomes the OOV token (TF Text's max_bytes_per_word).
   static constexpr size_t kMaxBytesPerWord = 100;
@@ -59,21 +60,9 @@ class WordPieceTokenizer {
   // without its indicator. Throws IndexError for an id outside the vocabulary.
   std::string detokenize(const std::vector<int32_t>& ids) const;
 
-  // KerasNLP's tokenizer(x) on string tensors: a scalar string -> (n,) int32 ids; a 1-D
-  // batch (B,) -> a RaggedTensor of int32 rows, in its Tree form (RaggedTensor::from_tree
-  // reads it; dataset.map and ragged_batch carry it). With sequence_length set the ids
-  // are dense instead: (sequence_length,) or (B, sequence_length), truncated or padded
-  // with 0. Throws DTypeError for a non-string tensor, ValueError for rank > 1 and for
-  // invalid UTF-8 (naming the batch element). Thread-safe, as the rest:
-  //   lines.map([&](const Tree& x) { return tokenizer.tokenize(x.tensor()); }, {.num_parallel_calls = 8})
-  Tree tokenize(const Tensor& strings) const;
-  // The inverse on tensors: 1-D ids -> a scalar string; (B, L) ids or a RaggedTensor of
-  // rows (or its Tree form, what tokenize returns) -> (B,) strings. A dense row is read
-  // whole, padding included, as KerasNLP's detokenize does. Throws DTypeError for
-  // non-integer ids, ValueError for another rank, IndexError naming the batch element.
-  Tensor detokenize(const Tensor& ids) const;
-  Tensor detokenize(const RaggedTensor& ids) const;
-  Tensor detokenize(const Tree& ids) const;
+  // String tensors in, int32 ids out (sequence_length of them when set), and back.
+  using TensorTokenizer::detokenize;
+  using TensorTokenizer::tokenize;
 
   int32_t vocabulary_size() const { return vocabulary_.size(); }
   const Vocabulary& vocabulary() const { return vocabulary_; }
@@ -83,6 +72,9 @@ class WordPieceTokenizer {
   const WordPieceTokenizerOptions& options() const { return options_; }
 
  private:
+  friend class detail::TensorTokenizer<WordPieceTokenizer>;
+  static constexpr std::string_view kName = "WordPieceTokenizer";
+  int64_t dense_length() const { return options_.sequence_length; }
   // Appends the pieces of one pre-tokenised word, or the OOV id.
   void split_word(std::string_view word, std::vector<int32_t>& out) const;
   std::vector<int32_t> fit_length(std::vector<int32_t> ids) const;

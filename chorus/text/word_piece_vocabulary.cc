@@ -408,13 +408,7 @@ std::vector<std::string> compute_word_piece_vocabulary(const std::function<std::
 
 std::vector<std::string> compute_word_piece_vocabulary(const std::vector<std::string>& lines,
                                                        const WordPieceVocabularyOptions& options) {
-  size_t next = 0;
-  return compute_word_piece_vocabulary(
-      [&]() -> std::optional<std::string> {
-        if (next == lines.size()) return std::nullopt;
-        return lines[next++];
-      },
-      options);
+  return compute_word_piece_vocabulary(next_line_of(lines), options);
 }
 
 }  // namespace chorus::text

@@ -57,13 +57,7 @@ std::vector<std::string> build_word_vocabulary(const std::function<std::optional
 
 std::vector<std::string> build_word_vocabulary(const std::vector<std::string>& lines,
                                                const WordVocabularyOptions& options) {
-  size_t next = 0;
-  return build_word_vocabulary(
-      [&]() -> std::optional<std::string> {
-        if (next == lines.size()) return std::nullopt;
-        return lines[next++];
-      },
-      options);
+  return build_word_vocabulary(next_line_of(lines), options);
 }
 
 WordTokenizer::WordTokenizer(Vocabulary vocabulary, std::string oov_token) : vocabulary_(std::move(vocabulary)) {
@@ -92,24 +86,6 @@ std::string WordTokenizer::detokenize(const std::vector<int32_t>& ids) const {
     out.append(vocabulary_.id_to_token(ids[i]));
   }
   return out;
-}
-
-Tree WordTokenizer::tokenize(const Tensor& strings) const {
-  return detail::tokenize_strings(
-      strings, /*sequence_length=*/0,
-      [this](std::string_view text, std::vector<int32_t>& ids) { tokenize_into(text, ids); }, "WordTokenizer.tokenize");
-}
-
-Tensor WordTokenizer::detokenize(const Tensor& ids) const { return detokenize(Tree(ids)); }
-
-Tensor WordTokenizer::detokenize(const RaggedTensor& ids) const {
-  return detail::detokenize_ids(
-      ids, [this](const std::vector<int32_t>& row) { return detokenize(row); }, "WordTokenizer.detokenize");
-}
-
-Tensor WordTokenizer::detokenize(const Tree& ids) const {
-  return detail::detokenize_ids(
-      ids, [this](const std::vector<int32_t>& row) { return detokenize(row); }, "WordTokenizer.detokenize");
 }
 
 }  // namespace chorus::text

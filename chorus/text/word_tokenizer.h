@@ -13,6 +13,7 @@
 
 #include "chorus/core/ragged_tensor.h"
 #include "chorus/core/tree.h"
+#include "chorus/text/tokenizer_tensors.h"
 #include "chorus/text/vocabulary.h"
 
 namespace chorus::text {
@@ -32,7 +33,7 @@ std::vector<std::string> build_word_vocabulary(const std::function<std::optional
 std::vector<std::string> build_word_vocabulary(const std::vector<std::string>& lines,
                                                const WordVocabularyOptions& options = {});
 
-class WordTokenizer {
+class WordTokenizer : public detail::TensorTokenizer<WordTokenizer> {
  public:
   // Throws ValueError if `oov_token` is not in the vocabulary.
   explicit WordTokenizer(Vocabulary vocabulary, std::string oov_token = "[UNK]");
@@ -46,20 +47,19 @@ class WordTokenizer {
   // The words of `ids` joined by single spaces. Throws IndexError for an unknown id.
   std::string detokenize(const std::vector<int32_t>& ids) const;
 
-  // On string tensors, as WordPieceTokenizer's (which see) without a sequence_length: a
-  // scalar string -> (n,) int32 ids, a 1-D batch -> a RaggedTensor of int32 rows (Tree
-  // form). Throws DTypeError for a non-string tensor, ValueError for rank > 1.
-  Tree tokenize(const Tensor& strings) const;
-  // 1-D ids -> a scalar string; (B, L) ids or a RaggedTensor (or its Tree form) -> (B,).
-  Tensor detokenize(const Tensor& ids) const;
-  Tensor detokenize(const RaggedTensor& ids) const;
-  Tensor detokenize(const Tree& ids) const;
+  // String tensors in, ragged int32 ids out, and back (TensorTokenizer).
+  using TensorTokenizer::detokenize;
+  using TensorTokenizer::tokenize;
 
   int32_t vocabulary_size() const { return vocabulary_.size(); }
   const Vocabulary& vocabulary() const { return vocabulary_; }
   int32_t oov_id() const { return oov_id_; }
 
  private:
+  friend class detail::TensorTokenizer<WordTokenizer>;
+  static constexpr std::string_view kName = "WordTokenizer";
+  int64_t dense_length() const { return 0; }
+
   Vocabulary vocabulary_;
   int32_t oov_id_;
 };

@@ -13,14 +13,10 @@
 #include "tests/distribute/multi_worker_harness.h"
 #include "tests/models/model_test_util.h"
 
-namespace chorus {
+namespace chorus::testing {
 namespace {
 
 using nlohmann::json;
-using testing::MultiWorkerTest;
-using testing::JobCrash;
-using testing::JobCrasher;
-using testing::ScenarioRun;
 
 // A dropout MLP trained 3 epochs with Adam on shuffled global batches of 16, backed up
 // every 3 steps; `crash_after` > 0 crashes it there first and starts it again; < 0
@@ -35,21 +31,11 @@ json backup_scenario(ScenarioRun& run, int64_t crash_after) {
     run.compile(*model, testing::mlp_compile_options(optimizers::Adam(0.01)));
     const auto blobs = testing::separable_blobs(103, 5);
     const auto train = data::Dataset::from_tensor_slices(Tree::list({blobs.x, blobs.y})).shuffle(103, 9).batch(16);
-    std::vector<Shared<models::Callback>> callbacks = {
-        callbacks::BackupAndRestore(testing::scratch_dir() + "/backup", {.save_freq = 3})};
-    if (crash > 0) callbacks.push_back(JobCrasher(crash));
-    models::History history = model->fit(train, {.epochs = 3, .verbose = 0, .callbacks = callbacks});
+    models::History history =
+        model->fit(train, {.epochs = 3, .verbose = 0, .callbacks = testing::backup_callbacks(3, crash)});
     return testing::outcome(*model, history);
   };
-  if (crash_after < 0) return fit(-crash_after);  // the job dies there
-  if (crash_after > 0) {
-    try {
-      fit(crash_after);
-      throw std::logic_error("the job did not crash");
-    } catch (const JobCrash&) {
-    }
-  }
-  return fit(0);
+  return testing::crash_and_restart(crash_after, fit);
 }
 
 [[maybe_unused]] const bool kBackupScenariosRegistered = testing::register_scenarios({
@@ -86,4 +72,4 @@ TEST_F(MultiWorkerTest, ABackupOfThreeWorkersResumesOnTwoWithTheSameGlobalBatche
 }
 
 }  // namespace
-}  // namespace chorus
+}  // namespace chorus::testing

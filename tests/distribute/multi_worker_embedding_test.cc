@@ -14,12 +14,10 @@
 #include "tests/testing/shared_data.h"
 #include "tools/chorus/recipes/retrieval_tutorial.h"
 
-namespace chorus {
+namespace chorus::testing {
 namespace {
 
 using nlohmann::json;
-using testing::MultiWorkerTest;
-using testing::ScenarioRun;
 
 constexpr int64_t kUsers = 51;  // odd: the second worker's block ends in a padding row
 constexpr int64_t kMovies = 40;
@@ -85,22 +83,11 @@ json embedding_backup_scenario(ScenarioRun& run, int64_t crash_after) {
     EmbeddingTwoTower model;
     model(Tree{{"user_id", from_values<int64_t>({0}, Shape{1})}, {"movie_id", from_values<int64_t>({0}, Shape{1})}});
     run.compile(model, {.optimizer = optimizers::Adagrad(0.2), .loss = "mse"});
-    std::vector<Shared<models::Callback>> callbacks = {
-        callbacks::BackupAndRestore(testing::scratch_dir() + "/backup", {.save_freq = 3})};
-    if (crash > 0) callbacks.push_back(testing::JobCrasher(crash));
-    models::History history =
-        model.fit(embedding_ratings(250, 1).batch(32), {.epochs = 3, .verbose = 0, .callbacks = callbacks});
+    models::History history = model.fit(embedding_ratings(250, 1).batch(32),
+                                        {.epochs = 3, .verbose = 0, .callbacks = testing::backup_callbacks(3, crash)});
     return testing::outcome(model, history);
   };
-  if (crash_after < 0) return fit(-crash_after);
-  if (crash_after > 0) {
-    try {
-      fit(crash_after);
-      throw std::logic_error("the job did not crash");
-    } catch (const testing::JobCrash&) {
-    }
-  }
-  return fit(0);
+  return testing::crash_and_restart(crash_after, fit);
 }
 
 // The retrieval tutorial with 1M-row user and movie tables as DistributedEmbedding towers.
@@ -238,4 +225,4 @@ TEST_F(MultiWorkerTest, RetrievalTutorialWithMillionRowTablesSplitOverTwoWorkers
 }
 
 }  // namespace
-}  // namespace chorus
+}  // namespace chorus::testing

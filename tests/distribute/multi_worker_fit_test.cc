@@ -28,13 +28,11 @@
 #include "tests/models/model_test_util.h"
 #include "tests/testing/free_port.h"
 
-namespace chorus {
+namespace chorus::testing {
 namespace {
 
 using ::testing::HasSubstr;
 using nlohmann::json;
-using testing::MultiWorkerTest;
-using testing::ScenarioRun;
 
 // "mlp": 98 rows in batches of 16, so the last batch of 2 rows leaves a third worker
 // empty; the result adds evaluate's metrics and predict's outputs. Its variants fail:
@@ -371,4 +369,4 @@ TEST_F(MultiWorkerTest, AStoppedWorkerIsNamedWithinTheDeadlinePlusOneSecondEvenR
 }
 
 }  // namespace
-}  // namespace chorus
+}  // namespace chorus::testing

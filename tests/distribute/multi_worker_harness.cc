@@ -119,6 +119,25 @@ std::string scratch_dir() {
   return out;
 }
 
+std::vector<Shared<models::Callback>> backup_callbacks(int64_t save_freq, int64_t crash) {
+  std::vector<Shared<models::Callback>> callbacks = {
+      callbacks::BackupAndRestore(scratch_dir() + "/backup", {.save_freq = save_freq})};
+  if (crash > 0) callbacks.push_back(JobCrasher(crash));
+  return callbacks;
+}
+
+nlohmann::json crash_and_restart(int64_t crash_after, const std::function<nlohmann::json(int64_t crash)>& fit) {
+  if (crash_after < 0) return fit(-crash_after);  // the job dies there
+  if (crash_after > 0) {
+    try {
+      fit(crash_after);
+      throw std::logic_error("the job did not crash");
+    } catch (const JobCrash&) {
+    }
+  }
+  return fit(0);
+}
+
 models::CompileOptions mlp_compile_options(Shared<optimizers::Optimizer> optimizer) {
   return {.optimizer = std::move(optimizer),
           .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),

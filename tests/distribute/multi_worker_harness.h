@@ -59,6 +59,16 @@ class JobCrasher : public models::Callback {
   int64_t steps_;
 };
 
+// BackupAndRestore into scratch_dir()/backup every `save_freq` steps, then a JobCrasher
+// after `crash` steps when `crash` > 0.
+std::vector<Shared<models::Callback>> backup_callbacks(int64_t save_freq, int64_t crash);
+
+// A job that may crash and start again: `crash_after` > 0 runs fit(crash_after), which
+// must throw JobCrash, then returns fit(0); < 0 returns fit(-crash_after) (the job dies
+// there); 0 returns fit(0). `fit(crash)` builds and trains from scratch (a BackupAndRestore
+// makes the second run resume) and crashes after `crash` > 0 steps.
+nlohmann::json crash_and_restart(int64_t crash_after, const std::function<nlohmann::json(int64_t crash)>& fit);
+
 // A scenario returns what the test compares (see outcome()); a worker writes it to
 // $CHORUS_TEST_OUT/rank<r>.json, or its exception's message to rank<r>.error.
 using Scenario = std::function<nlohmann::json(ScenarioRun&)>;

@@ -15,13 +15,11 @@
 #include "tests/distribute/two_tower_util.h"
 #include "tests/models/model_test_util.h"
 
-namespace chorus {
+namespace chorus::testing {
 namespace {
 
 using ::testing::HasSubstr;
 using nlohmann::json;
-using testing::MultiWorkerTest;
-using testing::ScenarioRun;
 
 // The meshes a multi-worker scenario runs on (2 workers × 2 devices).
 enum class Mesh {
@@ -246,4 +244,4 @@ TEST_F(MultiWorkerTest, WorkersWithOtherLayoutsFailTheStartupCheck) {
 }
 
 }  // namespace
-}  // namespace chorus
+}  // namespace chorus::testing

@@ -22,13 +22,11 @@
 #include "tests/distribute/multi_worker_harness.h"
 #include "tests/models/model_test_util.h"
 
-namespace chorus {
+namespace chorus::testing {
 namespace {
 
 using ::testing::HasSubstr;
 using nlohmann::json;
-using testing::MultiWorkerTest;
-using testing::ScenarioRun;
 
 // "seeded_by_rank": every rank builds its model from another seed (the reference: rank
 // 0's); rank 0's weights must reach every worker before the first step.
@@ -328,4 +326,4 @@ TEST_F(MultiWorkerTest, AnUnseededDatasetShuffleGivesEveryWorkerTheSameGlobalBat
 }
 
 }  // namespace
-}  // namespace chorus
+}  // namespace chorus::testing

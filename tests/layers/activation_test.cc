@@ -7,11 +7,7 @@
 namespace chorus::layers {
 namespace {
 
-using testing::expect_layer_conforms;
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::layer_test_names;
 
 TEST(ActivationLayerTest, Conformance) {
   expect_layer_conforms({

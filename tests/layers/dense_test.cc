@@ -9,13 +9,7 @@
 namespace chorus::layers {
 namespace {
 
-using testing::expect_gradients_match;
-using testing::expect_layer_conforms;
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using testing::tensors_near;
-using ::testing::StrEq;
-using ::testing::ThrowsMessage;
+using namespace testing::layer_test_names;
 
 // y[r, u] = act(sum_k x[r, k] w[k, u] + b[u]) over the rows of a (rows, in) view of x.
 Tensor dense_ref(const Tensor& x, const Tensor& w, const Tensor& b, double (*act)(double)) {

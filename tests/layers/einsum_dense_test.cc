@@ -9,12 +9,7 @@
 namespace chorus::layers {
 namespace {
 
-using testing::expect_gradients_match;
-using testing::expect_layer_conforms;
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::layer_test_names;
 
 TEST(EinsumDenseTest, Conformance) {
   expect_layer_conforms({

@@ -5,10 +5,7 @@
 namespace chorus::layers {
 namespace {
 
-using testing::expect_layer_conforms;
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using ::testing::ThrowsMessage;
+using namespace testing::layer_test_names;
 
 TEST(FlattenTest, Conformance) {
   expect_layer_conforms({

@@ -7,8 +7,7 @@
 namespace chorus::layers {
 namespace {
 
-using ::testing::StrEq;
-using ::testing::ThrowsMessage;
+using namespace testing::layer_test_names;
 
 void check_specs(const std::vector<InputSpec>& specs, const Tree& inputs) {
   assert_input_compatibility(specs, inputs, "probe");

@@ -127,4 +127,32 @@ inline void expect_layer_conforms(const LayerCase& c) {
   expect_weights(*symbolic, c);
 }
 
+// `layer`, built on (batch, units) inputs, refuses a (batch, units + 1) and a
+// (2, batch, units) input with the ValueErrors of its InputSpec (ndim=2, axis -1 = units):
+// "Input 0 of layer \"<name>\" is incompatible with the layer: expected ...".
+inline void expect_2d_input_spec(layers::Layer& layer, int64_t batch, int64_t units) {
+  const std::string prefix = "Input 0 of layer \"" + layer.name() + "\" is incompatible with the layer: ";
+  const Shape wider{batch, units + 1}, deeper{2, batch, units};
+  EXPECT_THAT([&] { layer(random_tensor(wider, 1)); },
+              ::testing::ThrowsMessage<ValueError>(::testing::HasSubstr(
+                  prefix + "expected axis -1 of input shape to have value " + std::to_string(units) +
+                  ", but received input with shape " + wider.to_string())));
+  EXPECT_THAT([&] { layer(random_tensor(deeper, 1)); },
+              ::testing::ThrowsMessage<ValueError>(::testing::HasSubstr(
+                  prefix + "expected ndim=2, found ndim=3. Full shape received: " + deeper.to_string())));
+}
+
+// The names every layer test uses: a test says `using namespace testing::layer_test_names;`
+// in its anonymous namespace once, instead of a using-declaration per name in every file.
+namespace layer_test_names {
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StrEq;
+using ::testing::ThrowsMessage;
+using chorus::testing::expect_gradients_match;
+using chorus::testing::expect_layer_conforms;
+using chorus::testing::random_tensor;
+using chorus::testing::tensors_near;
+}  // namespace layer_test_names
+
 }  // namespace chorus::testing

@@ -11,11 +11,7 @@
 namespace chorus::layers {
 namespace {
 
-using testing::expect_layer_conforms;
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::layer_test_names;
 
 // (B, T, D) @ kernel (D, N, H) + bias (N, H) -> heads (B, N, T, H), by plain ops.
 Tensor project(const Tensor& x, const Tensor& kernel, const Tensor& bias) {

@@ -7,10 +7,7 @@
 namespace chorus::layers {
 namespace {
 
-using testing::expect_layer_conforms;
-using ::testing::HasSubstr;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::layer_test_names;
 
 // A built PositionEmbedding(5) over 2 features whose table is 0, 1, ..., 9 row by row.
 PositionEmbedding counting_position_embedding() {

@@ -7,10 +7,7 @@
 namespace chorus::layers {
 namespace {
 
-using testing::expect_layer_conforms;
-using ::testing::HasSubstr;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::layer_test_names;
 
 // A built (3, 2) layer whose table is [[1, 2], [3, 4], [5, 6]].
 ReversibleEmbedding hand_set_reversible_embedding(ReversibleEmbeddingOptions options = {}) {

@@ -7,10 +7,7 @@
 namespace chorus::layers {
 namespace {
 
-using testing::expect_layer_conforms;
-using ::testing::HasSubstr;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::layer_test_names;
 
 // A built layer with vocabulary 4, sequence_length 3, embedding_dim 2 and hand-set tables:
 // tokens [[0, 0], [1, 10], [2, 20], [3, 30]], positions [[0.5, 0], [0, 0.5], [0.25, 0.25]].

@@ -11,11 +11,7 @@
 namespace chorus::layers {
 namespace {
 
-using testing::expect_layer_conforms;
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::layer_test_names;
 
 std::vector<testing::WeightSpec> encoder_weights(int64_t hidden, int64_t heads, int64_t intermediate) {
   const int64_t k = hidden / heads;

@@ -32,11 +32,11 @@ void add_train_command(CLI::App& app) {
   mnist->add_option("--epochs", options->epochs, "Epochs to train")->check(CLI::PositiveNumber);
   mnist->add_option("--batch-size", options->batch_size, "Global batch size")->check(CLI::PositiveNumber);
   mnist->add_option("--checkpoint-dir", options->checkpoint_dir,
-                    "Save ckpt-<epoch>.keras here every epoch and resume from the latest one");
+                    "Save ckpt-<epoch>.keras here every epoch; resume from the latest one and train --epochs more");
   mnist->add_flag("--normalize", options->normalize, "Divide pixels by 255 (the tutorial trains on raw 0-255)");
   mnist->add_flag("--shuffle", options->shuffle, "Reshuffle the training set every epoch (the tutorial does not)");
   mnist->add_option("--verbose", options->verbose, "0 silent, 1 progress bar, 2 one line per epoch");
-  mnist->add_option("--seed", options->seed, "Seed of the validation split and the initial weights");
+  mnist->add_option("--seed", options->seed, "Seed of the initial weights and of --shuffle's order");
   mnist->add_option("--devices", options->devices, "Replicas (MirroredStrategy); 0: every local device")
       ->check(CLI::NonNegativeNumber);
   add_fault_tolerance_options(mnist, options->fault_tolerance);

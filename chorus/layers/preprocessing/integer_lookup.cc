@@ -1,32 +1,12 @@
 #include "chorus/layers/preprocessing/integer_lookup.h"
 
 #include "chorus/layers/layer_util.h"
+#include "chorus/layers/preprocessing/index_lookup_config.h"
 
 namespace chorus::layers {
-namespace {
-
-detail::IndexLookupConfig<int64_t> to_config(IntegerLookupOptions o) {
-  detail::IndexLookupConfig<int64_t> c;
-  c.max_tokens = o.max_tokens;
-  c.num_oov_indices = o.num_oov_indices;
-  c.mask_token = o.mask_token;
-  c.oov_token = o.oov_token;
-  c.vocabulary = std::move(o.vocabulary);
-  c.vocabulary_file = std::move(o.vocabulary_file);
-  c.idf_weights = std::move(o.idf_weights);
-  c.invert = o.invert;
-  c.output_mode = o.output_mode;
-  c.pad_to_max_tokens = o.pad_to_max_tokens;
-  c.oov_method = o.oov_method;
-  c.salt = o.salt;
-  c.name = std::move(o.name);
-  return c;
-}
-
-}  // namespace
 
 IntegerLookup::IntegerLookup(IntegerLookupOptions options)
-    : IntegerLookup(detail::FullConfig{}, to_config(std::move(options))) {}
+    : IntegerLookup(detail::FullConfig{}, detail::index_lookup_config<int64_t>(std::move(options))) {}
 
 IntegerLookup::IntegerLookup(detail::FullConfig, detail::IndexLookupConfig<int64_t> config)
     : IndexLookup<int64_t>("IntegerLookup", std::move(config)) {}

@@ -1,31 +1,12 @@
 #include "chorus/layers/preprocessing/string_lookup.h"
 
 #include "chorus/layers/layer_util.h"
+#include "chorus/layers/preprocessing/index_lookup_config.h"
 
 namespace chorus::layers {
-namespace {
-
-detail::IndexLookupConfig<std::string> to_config(StringLookupOptions o) {
-  detail::IndexLookupConfig<std::string> c;
-  c.max_tokens = o.max_tokens;
-  c.num_oov_indices = o.num_oov_indices;
-  c.mask_token = std::move(o.mask_token);
-  c.oov_token = std::move(o.oov_token);
-  c.vocabulary = std::move(o.vocabulary);
-  c.vocabulary_file = std::move(o.vocabulary_file);
-  c.idf_weights = std::move(o.idf_weights);
-  c.invert = o.invert;
-  c.output_mode = o.output_mode;
-  c.pad_to_max_tokens = o.pad_to_max_tokens;
-  c.salt = o.salt;
-  c.name = std::move(o.name);
-  return c;
-}
-
-}  // namespace
 
 StringLookup::StringLookup(StringLookupOptions options)
-    : StringLookup(detail::FullConfig{}, to_config(std::move(options))) {}
+    : StringLookup(detail::FullConfig{}, detail::index_lookup_config<std::string>(std::move(options))) {}
 
 StringLookup::StringLookup(detail::FullConfig, detail::IndexLookupConfig<std::string> config)
     : IndexLookup<std::string>("StringLookup", std::move(config)) {}

@@ -7,13 +7,11 @@
 namespace chorus::layers {
 namespace {
 
+using namespace testing::layer_test_names;
 using testing::expect_floats;
 using testing::expect_ints;
-using testing::expect_layer_conforms;
 using testing::ints;
 using testing::strings;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
 
 // Keras's docstring input: [['A'], ['B'], ['C'], ['D'], ['E']].
 Tensor letters() { return strings(Shape{5, 1}, {"A", "B", "C", "D", "E"}); }

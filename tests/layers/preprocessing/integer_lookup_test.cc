@@ -10,12 +10,10 @@
 namespace chorus::layers {
 namespace {
 
+using namespace testing::layer_test_names;
 using testing::expect_floats;
 using testing::expect_ints;
-using testing::expect_layer_conforms;
 using testing::ints;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
 
 const std::vector<int64_t> kIntegerVocab = {12, 36, 1138, 42};
 

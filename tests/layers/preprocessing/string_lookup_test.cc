@@ -11,12 +11,10 @@
 namespace chorus::layers {
 namespace {
 
+using namespace testing::layer_test_names;
 using testing::expect_floats;
 using testing::expect_ints;
-using testing::expect_layer_conforms;
 using testing::strings;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
 
 const std::vector<std::string> kStringVocab = {"a", "b", "c", "d"};
 

@@ -12,12 +12,10 @@
 namespace chorus::layers {
 namespace {
 
+using namespace testing::layer_test_names;
 using testing::expect_floats;
 using testing::expect_ints;
-using testing::expect_layer_conforms;
 using testing::strings;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
 
 std::vector<std::string> tokens(const TextVectorization& layer, const Tensor& texts) {
   return testing::string_values(layer.preprocess(texts).values());

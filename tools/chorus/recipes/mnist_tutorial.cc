@@ -1,7 +1,6 @@
 #include "tools/chorus/recipes/mnist_tutorial.h"
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <regex>
@@ -21,27 +20,7 @@ std::unique_ptr<models::Model> get_compiled_model() {
   return model;
 }
 
-namespace {
-
-// Rows `indices` of `t`, in that order.
-Tensor rows(const Tensor& t, const std::vector<int32_t>& indices) {
-  return ops::take(t, from_values<int32_t>(indices, Shape{static_cast<int64_t>(indices.size())}), 0);
-}
-
-// Moves rows `keep` (sorted, distinct) of `t` to its front in order, in place, and
-// returns a view of them: each row moves to an index at or below its own.
-Tensor keep_rows_in_place(const Tensor& t, const std::vector<int32_t>& keep) {
-  const size_t row_bytes = t.nbytes() / static_cast<size_t>(t.dim(0));
-  auto* base = static_cast<char*>(t.raw_data());
-  for (size_t i = 0; i < keep.size(); ++i) {
-    std::memmove(base + i * row_bytes, base + static_cast<size_t>(keep[i]) * row_bytes, row_bytes);
-  }
-  return t.first_axis_slice(0, static_cast<int64_t>(keep.size()));
-}
-
-}  // namespace
-
-MnistDatasets get_dataset(const std::string& dir, int64_t batch_size, bool normalize, uint64_t seed, bool shuffle) {
+MnistDatasets get_dataset(const std::string& dir, int64_t batch_size, bool normalize, bool shuffle, uint64_t seed) {
   auto flatten = [&](const Tensor& images) {
     Tensor flat = ops::reshape(images, {images.dim(0), 784});
     return normalize ? ops::divide(flat, scalar(255.0f)) : flat;
@@ -57,88 +36,84 @@ MnistDatasets get_dataset(const std::string& dir, int64_t batch_size, bool norma
     x_test = flatten(test[0].tensor());
     y_test = test[1].tensor();
   }
-  // val_i <- sample.int(nrow(x_train), 10000): a seeded random choice of 10,000 rows.
-  int64_t n = x_train.dim(0);
-  std::vector<int32_t> order(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  Generator gen(seed);
-  Tensor draws = uniform(Shape{n}, gen);
-  for (int64_t i = n - 1; i > 0; --i) {
-    auto j = static_cast<int64_t>(draws.data<float>()[i] * static_cast<float>(i + 1));
-    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(std::min(j, i))]);
-  }
-  std::vector<int32_t> val(order.begin(), order.begin() + std::min<int64_t>(10000, n));
-  std::vector<int32_t> keep(order.begin() + static_cast<int64_t>(val.size()), order.end());
-  std::sort(val.begin(), val.end());
-  std::sort(keep.begin(), keep.end());
-  Tensor x_val = rows(x_train, val), y_val = rows(y_train, val);
-  // x_train[-val_i,] without a second copy of the training set.
-  x_train = keep_rows_in_place(x_train, keep);
-  y_train = keep_rows_in_place(y_train, keep);
-  auto batched = [&](const Tensor& x, const Tensor& y) {
-    return data::Dataset::from_tensor_slices(Tree::list({x, y})).batch(batch_size);
+  // Reserve 10,000 samples for validation: the last ones. Slices are views, not copies.
+  const int64_t n = x_train.dim(0), n_train = std::max<int64_t>(n - 10000, 0);
+  auto slices = [](const Tensor& x, const Tensor& y) {
+    return data::Dataset::from_tensor_slices(Tree::list({x, y}));
   };
-  data::Dataset train_set = data::Dataset::from_tensor_slices(Tree::list({x_train, y_train}));
-  if (shuffle) train_set = train_set.shuffle(static_cast<int64_t>(keep.size()), seed);
-  return {train_set.batch(batch_size), batched(x_val, y_val), batched(x_test, y_test)};
+  data::Dataset train = slices(x_train.first_axis_slice(0, n_train), y_train.first_axis_slice(0, n_train));
+  if (shuffle) train = train.shuffle(n_train, seed);
+  return {.train = train.batch(batch_size),
+          .val = slices(x_train.first_axis_slice(n_train, n), y_train.first_axis_slice(n_train, n)).batch(batch_size),
+          .test = slices(x_test, y_test).batch(batch_size)};
 }
 
-std::pair<std::string, int> latest_checkpoint(const std::string& checkpoint_dir) {
-  std::pair<std::string, int> latest{"", 0};
-  if (!std::filesystem::is_directory(checkpoint_dir)) return latest;
-  static const std::regex pattern("ckpt-([0-9]+)\\.keras");
-  for (const auto& entry : std::filesystem::directory_iterator(checkpoint_dir)) {
-    std::smatch match;
-    std::string name = entry.path().filename().string();
-    if (std::regex_match(name, match, pattern) && std::stoi(match[1]) > latest.second) {
-      latest = {entry.path().string(), std::stoi(match[1])};
+RestoredModel make_or_restore_model(const std::string& checkpoint_dir) {
+  RestoredModel latest;
+  if (!checkpoint_dir.empty() && std::filesystem::is_directory(checkpoint_dir)) {
+    static const std::regex pattern("ckpt-([0-9]+)\\.keras");
+    for (const auto& checkpoint : std::filesystem::directory_iterator(checkpoint_dir)) {
+      std::smatch match;
+      const std::string name = checkpoint.path().filename().string();
+      if (std::regex_match(name, match, pattern) && std::stoi(match[1]) > latest.epoch) {
+        latest.epoch = std::stoi(match[1]);
+        latest.path = checkpoint.path().string();
+      }
     }
   }
+  latest.model = latest.path.empty() ? get_compiled_model() : models::load_model(latest.path);
   return latest;
+}
+
+std::shared_ptr<distribution::DataParallel> make_strategy(int devices) {
+  std::vector<Device> local = chorus::list_devices();
+  if (devices > 0) {
+    for (int i = 0; i < devices; ++i) chorus::check_device(Device::cpu(i));
+    local.resize(static_cast<size_t>(devices));
+  }
+  const cluster::ClusterSpec cluster = cluster::discover_cluster();
+  return cluster.multi_worker() ? distribute::MultiWorkerMirroredStrategy(cluster, local).distribution()
+                                : distribute::MirroredStrategy(local).distribution();
+}
+
+MnistTutorialResult run_training(const MnistDatasets& data, const MnistTutorialOptions& options,
+                                 const distribution::DataParallel& strategy, bool evaluate) {
+  // Open a strategy scope and create/restore the model (compiling there makes it train
+  // on the strategy's replicas).
+  auto scope = strategy.scope();
+  RestoredModel restored = make_or_restore_model(options.checkpoint_dir);
+  if (!restored.path.empty() && options.verbose > 0) {
+    std::cout << "Restored " << restored.path << " (epoch " << restored.epoch << ")\n";
+  }
+  // This callback saves the model every epoch. We include the current epoch in the file name.
+  std::vector<Shared<models::Callback>> callbacks;
+  if (!options.checkpoint_dir.empty()) {
+    std::filesystem::create_directories(options.checkpoint_dir);
+    callbacks.push_back(callbacks::ModelCheckpoint(options.checkpoint_dir + "/ckpt-{epoch}.keras"));
+  }
+  models::Model& model = *restored.model;
+  MnistTutorialResult result{.restored_from = restored.path};
+  result.history = model.fit(data.train, {.epochs = restored.epoch + options.epochs,
+                                          .verbose = options.verbose,
+                                          .callbacks = with_backup(callbacks, options.fault_tolerance),
+                                          .validation_data = data.val,
+                                          .initial_epoch = restored.epoch});
+  save_final_weights(model, options.fault_tolerance);
+  if (evaluate) result.test_logs = model.evaluate(data.test, {.verbose = options.verbose});
+  return result;
+}
+
+MnistTutorialResult run_training(const MnistDatasets& data, const MnistTutorialOptions& options) {
+  return run_training(data, options, *make_strategy(options.devices));
 }
 
 MnistTutorialResult run_mnist_tutorial(const MnistTutorialOptions& options) {
   layers::set_random_seed(options.seed);  // the same initial weights every run
-  MnistDatasets data =
-      get_dataset(options.data_dir, options.batch_size, options.normalize, options.seed, options.shuffle);
-  MnistTutorialResult result;
-  std::vector<Device> devices = chorus::list_devices();
-  if (options.devices > 0) {
-    for (int i = 0; i < options.devices; ++i) chorus::check_device(Device::cpu(i));
-    devices.resize(static_cast<size_t>(options.devices));
-  }
-  // Under a launcher (chorus launch, torchrun, mpirun, Slurm, TF_CONFIG) the tutorial's
-  // multi-worker variant: MultiWorkerMirroredStrategy over the same local devices.
-  const cluster::ClusterSpec cluster = cluster::discover_cluster();
-  const std::shared_ptr<distribution::DataParallel> strategy =
-      cluster.multi_worker() ? distribute::MultiWorkerMirroredStrategy(cluster, devices).distribution()
-                             : distribute::MirroredStrategy(devices).distribution();
+  const MnistDatasets data =
+      get_dataset(options.data_dir, options.batch_size, options.normalize, options.shuffle, options.seed);
+  const std::shared_ptr<distribution::DataParallel> strategy = make_strategy(options.devices);
   if (options.verbose > 0) std::cout << "Number of devices: " << strategy->num_replicas() << "\n";
-  // make_or_restore_model(): either restore the latest model, or create a fresh one, in
-  // the strategy's scope (compiling there makes the model train on its replicas).
-  auto scope = strategy->scope();
-  std::unique_ptr<models::Model> model;
-  int initial_epoch = 0;
-  std::vector<Shared<models::Callback>> callbacks;
-  if (!options.checkpoint_dir.empty()) {
-    auto [path, epoch] = latest_checkpoint(options.checkpoint_dir);
-    if (!path.empty()) {
-      model = models::load_model(path);
-      result.restored_from = path;
-      initial_epoch = epoch;
-      if (options.verbose > 0) std::cout << "Restored " << path << " (epoch " << epoch << ")\n";
-    }
-    std::filesystem::create_directories(options.checkpoint_dir);
-    callbacks.push_back(callbacks::ModelCheckpoint(options.checkpoint_dir + "/ckpt-{epoch}.keras"));
-  }
-  if (!model) model = get_compiled_model();
-  result.history = model->fit(data.train, {.epochs = options.epochs, .verbose = options.verbose,
-                                           .callbacks = with_backup(callbacks, options.fault_tolerance),
-                                           .validation_data = data.val,
-                                           .initial_epoch = initial_epoch});
-  save_final_weights(*model, options.fault_tolerance);
-  result.test_logs = model->evaluate(data.test, {.verbose = options.verbose});
-  return result;
+  return run_training(data, options, *strategy, /*evaluate=*/true);
 }
 
 }  // namespace chorus::recipes

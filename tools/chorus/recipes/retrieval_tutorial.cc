@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <optional>
 
 namespace chorus::recipes {
@@ -148,31 +149,33 @@ RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& o
   save_final_weights(model, options.fault_tolerance);
   result.movie_rows_kept = model.candidate_table().shape()[0];
 
-  // Inference: the top 10 movie ids per sample user, mapped to titles.
+  result.recommendations = recommend(model, dir, options.sample_users);
+  return result;
+}
+
+std::vector<Recommendations> recommend(RetrievalModel& model, const std::string& dir,
+                                       const std::vector<int32_t>& user_ids) {
+  if (user_ids.empty()) return {};
   const ml::Movies movies = ml::load_movies(dir);
-  std::vector<std::string> movie_id_to_movie_title(static_cast<size_t>(data.movies_count + 1));
-  for (size_t i = 0; i < movies.size(); ++i) {
-    const auto id = static_cast<size_t>(movies.movie_id.data<int32_t>()[i]);
-    if (id < movie_id_to_movie_title.size()) movie_id_to_movie_title[id] = movies.titles[i];
-  }
-  // movie_id_to_movie_title[0] stays "": id 0 is not in the dataset.
-  if (options.sample_users.empty()) return result;
+  std::map<int32_t, std::string> movie_id_to_movie_title = {{0, ""}};  // because id 0 is not in the dataset
+  const std::vector<int32_t> movie_ids = movies.movie_id.to_vector<int32_t>();
+  for (size_t i = 0; i < movies.size(); ++i) movie_id_to_movie_title[movie_ids[i]] = movies.titles[i];
   if (model.candidate_table().row_shard()) {  // split across workers: retrieve from all of it
     model.retrieval().update_candidates(
         models::whole_values({model.candidate_table()}, distribution::worker_group().get())[0].second);
   }
-  const Tensor user_ids =
-      from_values<int32_t>(options.sample_users, Shape{static_cast<int64_t>(options.sample_users.size())});
-  const Tensor predictions = model.predict(user_ids)["predictions"].tensor();  // (users, 10) int32
-  for (size_t i = 0; i < options.sample_users.size(); ++i) {
-    Recommendations recs{.user_id = options.sample_users[i]};
-    for (int64_t j = 0; j < predictions.dim(1); ++j) {
-      const auto movie_id = static_cast<size_t>(predictions.data<int32_t>()[static_cast<int64_t>(i) * predictions.dim(1) + j]);
-      recs.titles.push_back(movie_id < movie_id_to_movie_title.size() ? movie_id_to_movie_title[movie_id] : "");
+  const auto n = static_cast<int64_t>(user_ids.size());
+  const Tensor predictions = model.predict(from_values<int32_t>(user_ids, Shape{n}))["predictions"].tensor();
+  std::vector<Recommendations> recommendations;
+  for (int64_t i = 0; i < n; ++i) {
+    Recommendations recs{.user_id = user_ids[static_cast<size_t>(i)]};
+    for (int32_t movie_id : predictions.first_axis_slice(i, i + 1).to_vector<int32_t>()) {
+      const auto title = movie_id_to_movie_title.find(movie_id);
+      recs.titles.push_back(title != movie_id_to_movie_title.end() ? title->second : "");
     }
-    result.recommendations.push_back(std::move(recs));
+    recommendations.push_back(std::move(recs));
   }
-  return result;
+  return recommendations;
 }
 
 void print_recommendations(const std::vector<Recommendations>& recommendations) {

@@ -1,6 +1,7 @@
-// The `chorus train movielens-retrieval` recipe: the keras-rs two-tower retrieval tutorial
-// (examples/movielens_retrieval.cc) as functions with options, shared by the CLI, the tests and
-// the benchmarks. Results are values the caller owns; a RetrievalModel is one per thread.
+// The keras-rs two-tower retrieval tutorial's model, pipeline and inference, with options:
+// examples/movielens_retrieval.cc calls them in the tutorial's order, `chorus train
+// movielens-retrieval` runs them with flags, the tests and benchmarks share them. Results are
+// values the caller owns; a RetrievalModel is one per thread.
 #pragma once
 
 #include <cstdint>
@@ -115,6 +116,12 @@ struct RetrievalTutorialResult {
 // Loads the data, builds and compiles the model (Adagrad(learning_rate)), fits it,
 // then predicts the top 10 movies for options.sample_users and maps them to titles.
 RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& options);
+
+// Inference: the top 10 movies `model` retrieves for each of `user_ids`, by title from the
+// ml-100k folder `dir` ("" for an id without one). A movie table split across workers is
+// gathered whole first (a collective: every worker calls this).
+std::vector<Recommendations> recommend(RetrievalModel& model, const std::string& dir,
+                                       const std::vector<int32_t>& user_ids);
 
 // The tutorial's printout: "==Recommended movies for user 793==" then one title a line.
 void print_recommendations(const std::vector<Recommendations>& recommendations);
