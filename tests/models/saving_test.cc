@@ -243,6 +243,27 @@ TEST_F(DamagedCheckpointTest, FunctionalNodeIndicesAreChecked) {
               ThrowsMessage<ValueError>(HasSubstr(config + ": config.outputs: expected a ref, a list or a dict, found \"dense_1\"")));
 }
 
+// check_saved_model is load_model's checks without the weights: it accepts what
+// load_model accepts and refuses what it refuses, with the same message.
+TEST_F(DamagedCheckpointTest, CheckSavedModelRunsLoadModelsChecks) {
+  check_saved_model(ckpt());
+  const nlohmann::json original = read("config.json");
+  const std::string config = file("config.json");
+  write("config.json", "[1,2,3]");
+  const std::string array = config + ": expected an object with \"class_name\" and \"config\", found array";
+  EXPECT_THAT([&] { load_model(ckpt()); }, ThrowsMessage<IOError>(HasSubstr(array)));
+  EXPECT_THAT([&] { check_saved_model(ckpt()); }, ThrowsMessage<IOError>(HasSubstr(array)));
+  // The compile config is read strictly too.
+  edit_config([&](nlohmann::json& c) {
+    c = original;
+    c["compile_config"]["optimizer"]["config"]["learning_rat"] = 0.1;
+  });
+  const std::string typo = "unexpected config key 'learning_rat' (did you mean 'learning_rate'?)";
+  EXPECT_THAT([&] { load_model(ckpt()); }, ThrowsMessage<ValueError>(HasSubstr(typo)));
+  EXPECT_THAT([&] { check_saved_model(ckpt()); }, ThrowsMessage<ValueError>(HasSubstr(config + ": compile_config")));
+  EXPECT_THAT([&] { check_saved_model(ckpt()); }, ThrowsMessage<ValueError>(HasSubstr(typo)));
+}
+
 TEST_F(DamagedCheckpointTest, LayerConfigsCheckTypesAndRanges) {
   const std::string config = file("config.json");
   edit_config([](nlohmann::json& c) { c["config"]["layers"][1]["config"]["units"] = 10.7; });
