@@ -100,15 +100,12 @@ std::shared_ptr<BatchNormalization> BatchNormalization::from_config(const nlohma
   options.epsilon = r.number("epsilon", 1e-3);
   options.center = r.boolean("center", true);
   options.scale = r.boolean("scale", true);
-  auto initializer = [&r](const char* key, Initializer& out) {
-    if (const nlohmann::json* value = r.find(key); value != nullptr && !value->is_null()) {
-      out = Initializer::from_config(*value);
-    }
-  };
-  initializer("beta_initializer", options.beta_initializer);
-  initializer("gamma_initializer", options.gamma_initializer);
-  initializer("moving_mean_initializer", options.moving_mean_initializer);
-  initializer("moving_variance_initializer", options.moving_variance_initializer);
+  for (auto [key, out] : {std::pair{"beta_initializer", &options.beta_initializer},
+                          std::pair{"gamma_initializer", &options.gamma_initializer},
+                          std::pair{"moving_mean_initializer", &options.moving_mean_initializer},
+                          std::pair{"moving_variance_initializer", &options.moving_variance_initializer}}) {
+    detail::read_initializer(r, key, *out);
+  }
   r.accept_inert({"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"});
   r.accept_inert({"synchronized"}, false);
   options.name = detail::config_name(r);

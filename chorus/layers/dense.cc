@@ -41,13 +41,8 @@ std::shared_ptr<Dense> Dense::from_config(const nlohmann::json& config) {
   ConfigReader r("Dense", config);
   r.require({"units"});
   DenseOptions options;
-  if (const nlohmann::json* activation = r.find("activation")) {
-    options.activation = activations::Activation::from_config(*activation);
-  }
+  detail::read_dense_keys(r, options);
   options.use_bias = r.boolean("use_bias", true);
-  if (const nlohmann::json* init = r.find("kernel_initializer")) options.kernel_initializer = Initializer::from_config(*init);
-  if (const nlohmann::json* init = r.find("bias_initializer")) options.bias_initializer = Initializer::from_config(*init);
-  r.accept_inert({"kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint", "lora_rank"});
   options.name = detail::config_name(r);
   auto layer = std::make_shared<Dense>(r.integer("units", 0), std::move(options));
   detail::finish_config(*layer, r);

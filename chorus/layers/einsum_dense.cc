@@ -219,13 +219,8 @@ std::shared_ptr<EinsumDense> EinsumDense::from_config(const nlohmann::json& conf
     output_shape = detail::dims_or_null(r, "output_shape");
   }
   EinsumDenseOptions options;
-  if (const nlohmann::json* activation = r.find("activation")) {
-    options.activation = activations::Activation::from_config(*activation);
-  }
+  detail::read_dense_keys(r, options);
   options.bias_axes = r.string("bias_axes", "");
-  if (const nlohmann::json* init = r.find("kernel_initializer")) options.kernel_initializer = Initializer::from_config(*init);
-  if (const nlohmann::json* init = r.find("bias_initializer")) options.bias_initializer = Initializer::from_config(*init);
-  r.accept_inert({"kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint", "lora_rank"});
   options.name = detail::config_name(r);
   auto layer = std::make_shared<EinsumDense>(equation, std::move(output_shape), std::move(options));
   detail::finish_config(*layer, r);

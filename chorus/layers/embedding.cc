@@ -66,9 +66,7 @@ nlohmann::json Embedding::get_config() const {
 
 EmbeddingOptions Embedding::options_from_config(ConfigReader& config) {
   EmbeddingOptions options;
-  if (const nlohmann::json* init = config.find("embeddings_initializer")) {
-    options.embeddings_initializer = Initializer::from_config(*init);
-  }
+  detail::read_initializer(config, "embeddings_initializer", options.embeddings_initializer);
   config.accept_inert({"embeddings_regularizer", "embeddings_constraint", "lora_rank"});
   options.name = detail::config_name(config);
   return options;

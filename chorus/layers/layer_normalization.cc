@@ -81,8 +81,8 @@ std::shared_ptr<LayerNormalization> LayerNormalization::from_config(const nlohma
   options.epsilon = r.number("epsilon", 1e-3);
   options.center = r.boolean("center", true);
   options.scale = r.boolean("scale", true);
-  if (const nlohmann::json* init = r.find("beta_initializer")) options.beta_initializer = Initializer::from_config(*init);
-  if (const nlohmann::json* init = r.find("gamma_initializer")) options.gamma_initializer = Initializer::from_config(*init);
+  detail::read_initializer(r, "beta_initializer", options.beta_initializer);
+  detail::read_initializer(r, "gamma_initializer", options.gamma_initializer);
   r.accept_inert({"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"});
   r.accept_inert({"rms_scaling"}, false);
   options.name = detail::config_name(r);

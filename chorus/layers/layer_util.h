@@ -11,6 +11,8 @@
 
 #include "chorus/core/config_reader.h"
 #include "chorus/core/tree.h"
+#include "chorus/layers/activations.h"
+#include "chorus/layers/initializers.h"
 #include "chorus/layers/layer.h"
 #include "chorus/ops/shape_ops.h"
 
@@ -64,6 +66,25 @@ inline void finish_config(Layer& layer, ConfigReader& config) {
   if (config.has("dtype")) layer.set_dtype_policy(mixed_precision::DTypePolicy(config.string("dtype", "")));
   config.accept_inert({"activity_regularizer"});
   config.finish();
+}
+
+// Replaces `out` with the initializer at `key` ({"class_name", "config"} or a name) when
+// the config has one (null keeps the default).
+inline void read_initializer(ConfigReader& config, const char* key, Initializer& out) {
+  const nlohmann::json* value = config.find(key);
+  if (value != nullptr && !value->is_null()) out = Initializer::from_config(*value);
+}
+
+// The keys Dense and EinsumDense share: activation, kernel and bias initializers, and
+// Keras's regularizers, constraints and LoRA rank, accepted only unset.
+template <class Options>
+void read_dense_keys(ConfigReader& config, Options& options) {
+  if (const nlohmann::json* activation = config.find("activation")) {
+    options.activation = activations::Activation::from_config(*activation);
+  }
+  read_initializer(config, "kernel_initializer", options.kernel_initializer);
+  read_initializer(config, "bias_initializer", options.bias_initializer);
+  config.accept_inert({"kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint", "lora_rank"});
 }
 
 // A list of dims where null stands for an unknown one (-1): a noise_shape, an output_shape.

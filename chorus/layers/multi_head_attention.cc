@@ -365,8 +365,8 @@ std::shared_ptr<MultiHeadAttention> MultiHeadAttention::from_config(const nlohma
   } else {
     options.attention_axes = r.value<std::vector<int>>("attention_axes", {});
   }
-  if (const nlohmann::json* init = r.find("kernel_initializer")) options.kernel_initializer = Initializer::from_config(*init);
-  if (const nlohmann::json* init = r.find("bias_initializer")) options.bias_initializer = Initializer::from_config(*init);
+  detail::read_initializer(r, "kernel_initializer", options.kernel_initializer);
+  detail::read_initializer(r, "bias_initializer", options.bias_initializer);
   options.seed = r.optional<uint64_t>("seed");
   r.accept_inert({"kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint"});
   r.accept_inert({"use_gate"}, false);

@@ -41,7 +41,7 @@ nlohmann::json PositionEmbedding::get_config() const {
 std::shared_ptr<PositionEmbedding> PositionEmbedding::from_config(const nlohmann::json& config) {
   ConfigReader r("PositionEmbedding", config);
   PositionEmbeddingOptions options;
-  if (const nlohmann::json* init = r.find("initializer")) options.initializer = Initializer::from_config(*init);
+  detail::read_initializer(r, "initializer", options.initializer);
   options.name = detail::config_name(r);
   auto layer = std::make_shared<PositionEmbedding>(r.integer("sequence_length", 0), std::move(options));
   detail::finish_config(*layer, r);

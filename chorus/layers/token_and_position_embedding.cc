@@ -72,9 +72,7 @@ std::shared_ptr<TokenAndPositionEmbedding> TokenAndPositionEmbedding::from_confi
   }
   TokenAndPositionEmbeddingOptions options{.tie_weights = r.boolean("tie_weights", true),
                                            .name = detail::config_name(r)};
-  if (const nlohmann::json* init = r.find("embeddings_initializer")) {
-    options.embeddings_initializer = Initializer::from_config(*init);
-  }
+  detail::read_initializer(r, "embeddings_initializer", options.embeddings_initializer);
   auto layer = std::make_shared<TokenAndPositionEmbedding>(
       r.integer("vocabulary_size", 0), r.integer("sequence_length", 0), r.integer("embedding_dim", 0), std::move(options));
   detail::finish_config(*layer, r);

@@ -192,8 +192,8 @@ std::shared_ptr<TransformerEncoder> TransformerEncoder::from_config(const nlohma
     options.activation = activations::Activation::from_config(*activation);
   }
   options.layer_norm_epsilon = r.number("layer_norm_epsilon", 1e-5);
-  if (const nlohmann::json* init = r.find("kernel_initializer")) options.kernel_initializer = Initializer::from_config(*init);
-  if (const nlohmann::json* init = r.find("bias_initializer")) options.bias_initializer = Initializer::from_config(*init);
+  detail::read_initializer(r, "kernel_initializer", options.kernel_initializer);
+  detail::read_initializer(r, "bias_initializer", options.bias_initializer);
   options.normalize_first = r.boolean("normalize_first", false);
   options.name = detail::config_name(r);
   auto layer = std::make_shared<TransformerEncoder>(r.integer("intermediate_dim", 0), r.integer("num_heads", 0),
