@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chorus/core/config_reader.h"
 #include "chorus/core/error.h"
 
 namespace chorus {
@@ -50,6 +51,25 @@ class Registry {
     return names;
   }
 
+  // A new object from Keras's serialised form {"class_name": ..., "config": {...}}
+  // ("module" and "registered_name" are accepted; an absent "config" is {}). Throws
+  // ValueError naming `caller` for a malformed or unexpected key, or an unknown class;
+  // a factory's JSON type error becomes "<caller>: bad config for <class>: ...".
+  std::shared_ptr<T> from_config(std::string_view caller, const nlohmann::json& config) const {
+    ConfigReader outer(std::string(caller), config);
+    outer.require({"class_name"});
+    const std::string class_name = outer.string("class_name", "");
+    outer.string("module", "");
+    outer.string("registered_name", "");
+    const nlohmann::json* inner = outer.find("config");
+    outer.finish();
+    try {
+      return make(caller, class_name, inner != nullptr ? *inner : nlohmann::json::object());
+    } catch (const nlohmann::json::exception& e) {
+      throw_error<ValueError>("{}: bad config for {}: {}", caller, class_name, e.what());
+    }
+  }
+
   // A new object of `class_name` from its config. Throws ValueError naming `caller` and
   // listing the known classes when the class is unknown. The factory runs unlocked: it
   // may build nested objects from this registry.
@@ -72,5 +92,20 @@ class Registry {
   mutable std::mutex mutex_;
   std::map<std::string, Factory> factories_;
 };
+
+// A factory that makes T (a Base) from an options struct read strictly from the config:
+// `read_own` (null: T has no keys of its own) reads T's keys, `read_shared` the keys its
+// whole family shares, and any other key is a ValueError naming `class_name`.
+template <class Base, class T, class Options>
+typename Registry<Base>::Factory options_factory(const char* class_name, Options (*read_own)(ConfigReader&),
+                                                 void (*read_shared)(Options&, ConfigReader&)) {
+  return [=](const nlohmann::json& config) -> std::shared_ptr<Base> {
+    ConfigReader reader(class_name, config);
+    Options options = read_own != nullptr ? read_own(reader) : Options{};
+    read_shared(options, reader);
+    reader.finish();
+    return std::make_shared<T>(std::move(options));
+  };
+}
 
 }  // namespace chorus

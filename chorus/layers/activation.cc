@@ -19,11 +19,12 @@ nlohmann::json Activation::get_config() const {
 }
 
 std::shared_ptr<Activation> Activation::from_config(const nlohmann::json& config) {
-  auto it = config.find("activation");
+  ConfigReader r("Activation", config);
+  const nlohmann::json* activation = r.find("activation");
   auto layer = std::make_shared<Activation>(
-      activations::Activation::from_config(it == config.end() ? nlohmann::json(nullptr) : *it),
-      ActivationOptions{.name = detail::config_name(config)});
-  detail::apply_base_config(*layer, config);
+      activations::Activation::from_config(activation == nullptr ? nlohmann::json(nullptr) : *activation),
+      ActivationOptions{.name = detail::config_name(r)});
+  detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -42,8 +42,9 @@ Tree Add::call(const Tree& inputs, bool /*training*/) {
 }
 
 std::shared_ptr<Add> Add::from_config(const nlohmann::json& config) {
-  auto layer = std::make_shared<Add>(AddOptions{.name = detail::config_name(config)});
-  detail::apply_base_config(*layer, config);
+  ConfigReader r("Add", config);
+  auto layer = std::make_shared<Add>(AddOptions{.name = detail::config_name(r)});
+  detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -93,23 +93,24 @@ nlohmann::json BatchNormalization::get_config() const {
 }
 
 std::shared_ptr<BatchNormalization> BatchNormalization::from_config(const nlohmann::json& config) {
-  constexpr const char* kClass = "BatchNormalization";
+  ConfigReader r("BatchNormalization", config);
   BatchNormalizationOptions options;
-  options.axis = detail::config_value<int>(config, kClass, "axis", -1);
-  options.momentum = detail::config_value<double>(config, kClass, "momentum", 0.99);
-  options.epsilon = detail::config_value<double>(config, kClass, "epsilon", 1e-3);
-  options.center = detail::config_value<bool>(config, kClass, "center", true);
-  options.scale = detail::config_value<bool>(config, kClass, "scale", true);
-  auto initializer = [&config](const char* key, Initializer& out) {
-    if (auto it = config.find(key); it != config.end() && !it->is_null()) out = Initializer::from_config(*it);
-  };
-  initializer("beta_initializer", options.beta_initializer);
-  initializer("gamma_initializer", options.gamma_initializer);
-  initializer("moving_mean_initializer", options.moving_mean_initializer);
-  initializer("moving_variance_initializer", options.moving_variance_initializer);
-  options.name = detail::config_name(config);
+  options.axis = r.value<int>("axis", -1);
+  options.momentum = r.number("momentum", 0.99);
+  options.epsilon = r.number("epsilon", 1e-3);
+  options.center = r.boolean("center", true);
+  options.scale = r.boolean("scale", true);
+  for (auto [key, out] : {std::pair{"beta_initializer", &options.beta_initializer},
+                          std::pair{"gamma_initializer", &options.gamma_initializer},
+                          std::pair{"moving_mean_initializer", &options.moving_mean_initializer},
+                          std::pair{"moving_variance_initializer", &options.moving_variance_initializer}}) {
+    detail::read_initializer(r, key, *out);
+  }
+  r.accept_inert({"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"});
+  r.accept_inert({"synchronized"}, false);
+  options.name = detail::config_name(r);
   auto layer = std::make_shared<BatchNormalization>(std::move(options));
-  detail::apply_base_config(*layer, config);
+  detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -35,9 +35,10 @@ nlohmann::json Concatenate::get_config() const {
 }
 
 std::shared_ptr<Concatenate> Concatenate::from_config(const nlohmann::json& config) {
-  auto layer = std::make_shared<Concatenate>(ConcatenateOptions{
-      .axis = detail::config_value<int>(config, "Concatenate", "axis", -1), .name = detail::config_name(config)});
-  detail::apply_base_config(*layer, config);
+  ConfigReader r("Concatenate", config);
+  auto layer = std::make_shared<Concatenate>(
+      ConcatenateOptions{.axis = r.value<int>("axis", -1), .name = detail::config_name(r)});
+  detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -38,19 +38,14 @@ nlohmann::json Dense::get_config() const {
 }
 
 std::shared_ptr<Dense> Dense::from_config(const nlohmann::json& config) {
-  if (!config.contains("units")) throw_error<ValueError>("Dense.from_config: missing 'units' in {}", config.dump());
+  ConfigReader r("Dense", config);
+  r.require({"units"});
   DenseOptions options;
-  if (config.contains("activation")) options.activation = activations::Activation::from_config(config["activation"]);
-  options.use_bias = detail::config_value<bool>(config, "Dense", "use_bias", true);
-  if (config.contains("kernel_initializer")) {
-    options.kernel_initializer = Initializer::from_config(config["kernel_initializer"]);
-  }
-  if (config.contains("bias_initializer")) {
-    options.bias_initializer = Initializer::from_config(config["bias_initializer"]);
-  }
-  options.name = detail::config_name(config);
-  auto layer = std::make_shared<Dense>(detail::config_value<int64_t>(config, "Dense", "units", 0), std::move(options));
-  detail::apply_base_config(*layer, config);
+  detail::read_dense_keys(r, options);
+  options.use_bias = r.boolean("use_bias", true);
+  options.name = detail::config_name(r);
+  auto layer = std::make_shared<Dense>(r.integer("units", 0), std::move(options));
+  detail::finish_config(*layer, r);
   return layer;
 }
 

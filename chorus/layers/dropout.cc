@@ -130,23 +130,13 @@ nlohmann::json Dropout::get_config() const {
 }
 
 std::shared_ptr<Dropout> Dropout::from_config(const nlohmann::json& config) {
+  ConfigReader r("Dropout", config);
   DropoutOptions options;
-  if (auto it = config.find("noise_shape"); it != config.end() && it->is_array()) {
-    for (const auto& d : *it) {
-      if (!d.is_null() && !detail::config_type_matches<int64_t>(d)) {
-        throw_error<ValueError>("Dropout.from_config: unexpected value for 'noise_shape': {}, expected integers or null",
-                                it->dump());
-      }
-      options.noise_shape.push_back(d.is_null() ? -1 : d.get<int64_t>());
-    }
-  }
-  if (auto it = config.find("seed"); it != config.end() && !it->is_null()) {
-    options.seed = detail::config_value<uint64_t>(config, "Dropout", "seed", 0);
-  }
-  options.name = detail::config_name(config);
-  auto layer =
-      std::make_shared<Dropout>(detail::config_value<double>(config, "Dropout", "rate", 0.0), std::move(options));
-  detail::apply_base_config(*layer, config);
+  options.noise_shape = detail::dims_or_null(r, "noise_shape");
+  options.seed = r.optional<uint64_t>("seed");
+  options.name = detail::config_name(r);
+  auto layer = std::make_shared<Dropout>(r.number("rate", 0.0), std::move(options));
+  detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -209,33 +209,21 @@ nlohmann::json EinsumDense::get_config() const {
 }
 
 std::shared_ptr<EinsumDense> EinsumDense::from_config(const nlohmann::json& config) {
-  const std::string equation = detail::config_value<std::string>(config, "EinsumDense", "equation", "");
+  ConfigReader r("EinsumDense", config);
+  r.require({"output_shape"});
+  const std::string equation = r.string("equation", "");
   std::vector<int64_t> output_shape;
-  if (auto it = config.find("output_shape"); it != config.end() && it->is_number_integer()) {
-    output_shape.push_back(it->get<int64_t>());  // Keras accepts an int for one dim
-  } else if (it != config.end() && it->is_array()) {
-    for (const auto& d : *it) {
-      if (!d.is_null() && !detail::config_type_matches<int64_t>(d)) {
-        throw_error<ValueError>("EinsumDense.from_config: unexpected value for 'output_shape': {}, expected integers or null",
-                                it->dump());
-      }
-      output_shape.push_back(d.is_null() ? -1 : d.get<int64_t>());
-    }
+  if (const nlohmann::json& shape = r.raw("output_shape"); shape.is_number_integer()) {
+    output_shape.push_back(shape.get<int64_t>());  // Keras accepts an int for one dim
   } else {
-    throw_error<ValueError>("EinsumDense.from_config: expected 'output_shape' (an int or a list) in {}", config.dump());
+    output_shape = detail::dims_or_null(r, "output_shape");
   }
   EinsumDenseOptions options;
-  if (config.contains("activation")) options.activation = activations::Activation::from_config(config["activation"]);
-  options.bias_axes = detail::config_value<std::string>(config, "EinsumDense", "bias_axes", "");
-  if (config.contains("kernel_initializer")) {
-    options.kernel_initializer = Initializer::from_config(config["kernel_initializer"]);
-  }
-  if (config.contains("bias_initializer")) {
-    options.bias_initializer = Initializer::from_config(config["bias_initializer"]);
-  }
-  options.name = detail::config_name(config);
+  detail::read_dense_keys(r, options);
+  options.bias_axes = r.string("bias_axes", "");
+  options.name = detail::config_name(r);
   auto layer = std::make_shared<EinsumDense>(equation, std::move(output_shape), std::move(options));
-  detail::apply_base_config(*layer, config);
+  detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -64,21 +64,20 @@ nlohmann::json Embedding::get_config() const {
   return config;
 }
 
-EmbeddingOptions Embedding::options_from_config(const nlohmann::json& config) {
+EmbeddingOptions Embedding::options_from_config(ConfigReader& config) {
   EmbeddingOptions options;
-  if (config.contains("embeddings_initializer")) {
-    options.embeddings_initializer = Initializer::from_config(config["embeddings_initializer"]);
-  }
+  detail::read_initializer(config, "embeddings_initializer", options.embeddings_initializer);
+  config.accept_inert({"embeddings_regularizer", "embeddings_constraint", "lora_rank"});
   options.name = detail::config_name(config);
   return options;
 }
 
 std::shared_ptr<Embedding> Embedding::from_config(const nlohmann::json& config) {
-  EmbeddingOptions options = options_from_config(config);
-  auto layer = std::make_shared<Embedding>(detail::config_value<int64_t>(config, "Embedding", "input_dim", 0),
-                                           detail::config_value<int64_t>(config, "Embedding", "output_dim", 0),
-                                           std::move(options));
-  detail::apply_base_config(*layer, config);
+  ConfigReader r("Embedding", config);
+  EmbeddingOptions options = options_from_config(r);
+  r.accept_inert({"mask_zero"}, false);
+  auto layer = std::make_shared<Embedding>(r.integer("input_dim", 0), r.integer("output_dim", 0), std::move(options));
+  detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -8,6 +8,10 @@
 
 #include "chorus/layers/layer.h"
 
+namespace chorus {
+class ConfigReader;
+}  // namespace chorus
+
 namespace chorus::layers {
 
 struct EmbeddingOptions {
@@ -42,8 +46,9 @@ class Embedding : public Layer {
   // For subclasses (ReversibleEmbedding): `class_name` is the subclass's Keras name, which
   // also names the errors and the automatic name ("reversible_embedding").
   Embedding(std::string class_name, int64_t input_dim, int64_t output_dim, EmbeddingOptions options);
-  // The options from_config reads from an Embedding config (initializer, name).
-  static EmbeddingOptions options_from_config(const nlohmann::json& config);
+  // The options from_config reads from an Embedding config (initializer, name), and the
+  // Keras keys of features chorus lacks, accepted unset (regularizer, mask_zero, ...).
+  static EmbeddingOptions options_from_config(ConfigReader& config);
 
   void build(const Tree& inputs) override;
   // Throws IndexError for an index outside [0, input_dim), naming it and the batch

@@ -24,12 +24,13 @@ nlohmann::json Flatten::get_config() const {
 }
 
 std::shared_ptr<Flatten> Flatten::from_config(const nlohmann::json& config) {
-  const std::string format = detail::config_value<std::string>(config, "Flatten", "data_format", "channels_last");
+  ConfigReader r("Flatten", config);
+  const std::string format = r.string("data_format", "channels_last");
   if (format != "channels_last") {
     throw_error<ValueError>("Flatten: only data_format='channels_last' is supported. Received: data_format={}", format);
   }
-  auto layer = std::make_shared<Flatten>(FlattenOptions{.name = detail::config_name(config)});
-  detail::apply_base_config(*layer, config);
+  auto layer = std::make_shared<Flatten>(FlattenOptions{.name = detail::config_name(r)});
+  detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <utility>
 
+#include "chorus/core/config_reader.h"
 #include "chorus/core/creation.h"
 
 namespace chorus::layers {
@@ -60,22 +61,11 @@ std::pair<double, double> compute_fans(const Shape& shape, const std::optional<F
 }
 
 // The fan axes a Keras 3 config may carry: both input_axes and output_axes, or neither.
-std::optional<FanAxes> axes_from(const nlohmann::json& config) {
-  std::vector<int> found[2];
-  int present = 0;
-  const char* keys[2] = {"input_axes", "output_axes"};
-  for (int i = 0; i < 2; ++i) {
-    auto it = config.find(keys[i]);
-    if (it == config.end() || it->is_null()) continue;
-    if (!it->is_array()) {
-      throw_error<ValueError>("VarianceScaling: expected a list of axes or null. Received: {}={}", keys[i],
-                              it->dump());
-    }
-    found[i] = it->get<std::vector<int>>();
-    ++present;
-  }
-  if (present < 2) return std::nullopt;
-  return FanAxes{found[0], found[1]};
+std::optional<FanAxes> axes_from(ConfigReader& config) {
+  auto input = config.optional<std::vector<int>>("input_axes");
+  auto output = config.optional<std::vector<int>>("output_axes");
+  if (!input || !output) return std::nullopt;
+  return FanAxes{std::move(*input), std::move(*output)};
 }
 
 }  // namespace
@@ -160,58 +150,44 @@ Initializer variance_scaling(std::string class_name, double scale, std::string m
                                              seed, std::move(axes));
 }
 
-std::optional<uint64_t> seed_from(const nlohmann::json& config) {
-  auto it = config.find("seed");
-  if (it == config.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number_integer()) {
-    throw_error<ValueError>("Initializer: expected an integer seed or null. Received: seed={}", it->dump());
-  }
-  return it->get<uint64_t>();
-}
-
-double number_from(const nlohmann::json& config, const char* key, double fallback) {
-  auto it = config.find(key);
-  return it == config.end() || it->is_null() ? fallback : it->get<double>();
-}
+std::optional<uint64_t> seed_from(ConfigReader& config) { return config.optional<uint64_t>("seed"); }
 
 // `init` with the fan axes a Keras 3 config may carry (input_axes / output_axes).
-Initializer with_axes(const Initializer& init, const nlohmann::json& config) {
+Initializer with_axes(const Initializer& init, ConfigReader& config) {
   auto axes = axes_from(config);
   return axes ? init.with_fan_axes(std::move(axes->first), std::move(axes->second)) : init;
 }
 
-using Factory = Initializer (*)(const nlohmann::json& config);
+using Factory = Initializer (*)(ConfigReader& config);
 
 // Keras class names -> a constructor from their config.
 const std::map<std::string, Factory, std::less<>>& class_table() {
   static const std::map<std::string, Factory, std::less<>> table = {
-      {"Zeros", [](const nlohmann::json&) { return initializers::zeros(); }},
-      {"Ones", [](const nlohmann::json&) { return initializers::ones(); }},
-      {"Constant", [](const nlohmann::json& c) { return initializers::constant(number_from(c, "value", 0.0)); }},
+      {"Zeros", [](ConfigReader&) { return initializers::zeros(); }},
+      {"Ones", [](ConfigReader&) { return initializers::ones(); }},
+      {"Constant", [](ConfigReader& c) { return initializers::constant(c.number("value", 0.0)); }},
       {"RandomUniform",
-       [](const nlohmann::json& c) {
-         return initializers::random_uniform(number_from(c, "minval", -0.05), number_from(c, "maxval", 0.05),
-                                             seed_from(c));
+       [](ConfigReader& c) {
+         return initializers::random_uniform(c.number("minval", -0.05), c.number("maxval", 0.05), seed_from(c));
        }},
       {"RandomNormal",
-       [](const nlohmann::json& c) {
-         return initializers::random_normal(number_from(c, "mean", 0.0), number_from(c, "stddev", 0.05), seed_from(c));
+       [](ConfigReader& c) {
+         return initializers::random_normal(c.number("mean", 0.0), c.number("stddev", 0.05), seed_from(c));
        }},
       {"TruncatedNormal",
-       [](const nlohmann::json& c) {
-         return initializers::truncated_normal(number_from(c, "mean", 0.0), number_from(c, "stddev", 0.05),
-                                               seed_from(c));
+       [](ConfigReader& c) {
+         return initializers::truncated_normal(c.number("mean", 0.0), c.number("stddev", 0.05), seed_from(c));
        }},
-      {"GlorotUniform", [](const nlohmann::json& c) { return with_axes(initializers::glorot_uniform(seed_from(c)), c); }},
-      {"GlorotNormal", [](const nlohmann::json& c) { return with_axes(initializers::glorot_normal(seed_from(c)), c); }},
-      {"HeUniform", [](const nlohmann::json& c) { return with_axes(initializers::he_uniform(seed_from(c)), c); }},
-      {"HeNormal", [](const nlohmann::json& c) { return with_axes(initializers::he_normal(seed_from(c)), c); }},
-      {"LecunUniform", [](const nlohmann::json& c) { return with_axes(initializers::lecun_uniform(seed_from(c)), c); }},
-      {"LecunNormal", [](const nlohmann::json& c) { return with_axes(initializers::lecun_normal(seed_from(c)), c); }},
+      {"GlorotUniform", [](ConfigReader& c) { return with_axes(initializers::glorot_uniform(seed_from(c)), c); }},
+      {"GlorotNormal", [](ConfigReader& c) { return with_axes(initializers::glorot_normal(seed_from(c)), c); }},
+      {"HeUniform", [](ConfigReader& c) { return with_axes(initializers::he_uniform(seed_from(c)), c); }},
+      {"HeNormal", [](ConfigReader& c) { return with_axes(initializers::he_normal(seed_from(c)), c); }},
+      {"LecunUniform", [](ConfigReader& c) { return with_axes(initializers::lecun_uniform(seed_from(c)), c); }},
+      {"LecunNormal", [](ConfigReader& c) { return with_axes(initializers::lecun_normal(seed_from(c)), c); }},
       {"VarianceScaling",
-       [](const nlohmann::json& c) {
-         return variance_scaling("VarianceScaling", number_from(c, "scale", 1.0), c.value("mode", "fan_in"),
-                                 c.value("distribution", "truncated_normal"), seed_from(c), axes_from(c));
+       [](ConfigReader& c) {
+         return variance_scaling("VarianceScaling", c.number("scale", 1.0), c.string("mode", "fan_in"),
+                                 c.string("distribution", "truncated_normal"), seed_from(c), axes_from(c));
        }},
   };
   return table;
@@ -255,7 +231,9 @@ Initializer::Initializer(std::string_view name) {
     return;
   }
   if (auto it = class_table().find(name); it != class_table().end()) {  // "GlorotUniform" works too
-    *this = it->second(nlohmann::json::object());
+    const nlohmann::json empty = nlohmann::json::object();
+    ConfigReader defaults(std::string(name), empty);
+    *this = it->second(defaults);
     return;
   }
   throw_error<ValueError>("Unknown initializer '{}'. Expected one of: {}", name, known_names());
@@ -278,18 +256,23 @@ Initializer Initializer::from_config(const nlohmann::json& config) {
     throw_error<ValueError>(
         "Initializer: expected a name or {{\"class_name\": ..., \"config\": {{...}}}}. Received: {}", config.dump());
   }
-  const std::string class_name = config["class_name"].get<std::string>();
+  ConfigReader outer("Initializer", config);
+  const std::string class_name = outer.string("class_name", "");
+  outer.string("module", "");
+  outer.string("registered_name", "");
+  const nlohmann::json* inner = outer.find("config");
+  outer.finish();
   auto it = class_table().find(class_name);
   if (it == class_table().end()) {
     std::string names;
     for (const auto& [name, make] : class_table()) names += (names.empty() ? "" : ", ") + name;
     throw_error<ValueError>("Unknown initializer class '{}'. Expected one of: {}", class_name, names);
   }
-  try {
-    return it->second(config.value("config", nlohmann::json::object()));
-  } catch (const nlohmann::json::exception& e) {  // a value of the wrong JSON type
-    throw_error<ValueError>("Initializer: bad config for {}: {}. Received: {}", class_name, e.what(), config.dump());
-  }
+  const nlohmann::json empty = nlohmann::json::object();
+  ConfigReader reader(class_name, inner != nullptr && !inner->is_null() ? *inner : empty);
+  Initializer made = it->second(reader);
+  reader.finish();
+  return made;
 }
 
 void set_random_seed(uint64_t seed) {

@@ -34,19 +34,18 @@ nlohmann::json InputLayer::get_config() const {
 }
 
 std::shared_ptr<Layer> InputLayer::from_config(const nlohmann::json& config) {
-  std::vector<int64_t> dims;
-  const auto& batch_shape = config.at("batch_shape");
+  ConfigReader r("InputLayer", config);
+  r.require({"batch_shape", "dtype", "name"});
   // The batch dimension (first) is None; the others must be whole numbers, not 4.5.
-  const bool ok = batch_shape.is_array() && !batch_shape.empty() &&
-                  std::all_of(batch_shape.begin() + 1, batch_shape.end(),
-                              [](const nlohmann::json& d) { return detail::config_type_matches<int64_t>(d); });
-  if (!ok) {
-    throw_error<ValueError>("InputLayer.from_config: unexpected value for 'batch_shape': {}, expected [null, integers...]",
-                            batch_shape.dump());
+  const std::vector<int64_t> batch_shape = detail::dims_or_null(r, "batch_shape");
+  if (batch_shape.empty() || std::count(batch_shape.begin() + 1, batch_shape.end(), -1) > 0) {
+    r.wrong_type("batch_shape", "[null, integers...]");
   }
-  for (size_t i = 1; i < batch_shape.size(); ++i) dims.push_back(batch_shape[i].get<int64_t>());
-  return std::make_shared<InputLayer>(Shape(dims), dtype_from_name(config.at("dtype").get<std::string>()),
-                                      config.at("name").get<std::string>());
+  const std::vector<int64_t> dims(batch_shape.begin() + 1, batch_shape.end());
+  r.accept_inert({"sparse", "ragged", "optional"}, false);
+  auto layer = std::make_shared<InputLayer>(Shape(dims), dtype_from_name(r.string("dtype", "")), r.string("name", ""));
+  r.finish();
+  return layer;
 }
 
 std::shared_ptr<Layer> InputLayer::move_to_heap() && { return std::make_shared<InputLayer>(std::move(*this)); }

@@ -73,23 +73,21 @@ nlohmann::json LayerNormalization::get_config() const {
 }
 
 std::shared_ptr<LayerNormalization> LayerNormalization::from_config(const nlohmann::json& config) {
-  constexpr const char* kClass = "LayerNormalization";
+  ConfigReader r("LayerNormalization", config);
   LayerNormalizationOptions options;
-  if (auto it = config.find("axis"); it != config.end() && !it->is_null()) {
-    options.axis = it->is_array() ? detail::config_value<std::vector<int>>(config, kClass, "axis", {})
-                                  : std::vector<int>{detail::config_value<int>(config, kClass, "axis", -1)};
+  if (const nlohmann::json* axis = r.find("axis"); axis != nullptr && !axis->is_null()) {
+    options.axis = axis->is_array() ? r.value<std::vector<int>>("axis", {}) : std::vector<int>{r.value<int>("axis", -1)};
   }
-  options.epsilon = detail::config_value<double>(config, kClass, "epsilon", 1e-3);
-  options.center = detail::config_value<bool>(config, kClass, "center", true);
-  options.scale = detail::config_value<bool>(config, kClass, "scale", true);
-  if (config.contains("beta_initializer"))
-    options.beta_initializer = Initializer::from_config(config["beta_initializer"]);
-  if (config.contains("gamma_initializer")) {
-    options.gamma_initializer = Initializer::from_config(config["gamma_initializer"]);
-  }
-  options.name = detail::config_name(config);
+  options.epsilon = r.number("epsilon", 1e-3);
+  options.center = r.boolean("center", true);
+  options.scale = r.boolean("scale", true);
+  detail::read_initializer(r, "beta_initializer", options.beta_initializer);
+  detail::read_initializer(r, "gamma_initializer", options.gamma_initializer);
+  r.accept_inert({"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"});
+  r.accept_inert({"rms_scaling"}, false);
+  options.name = detail::config_name(r);
   auto layer = std::make_shared<LayerNormalization>(std::move(options));
-  detail::apply_base_config(*layer, config);
+  detail::finish_config(*layer, r);
   return layer;
 }
 

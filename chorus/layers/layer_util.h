@@ -1,17 +1,18 @@
 // Small helpers the built-in layers share: unpacking a single-tensor input with an error
-// that names the layer, reading config values, and restoring the base fields (name,
-// trainable) in from_config. Internal to chorus/layers; stateless and thread-safe.
+// that names the layer, and the config keys every layer's from_config reads (name,
+// trainable, dtype) with the strict ConfigReader. Internal to chorus/layers; stateless
+// and thread-safe.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <type_traits>
 #include <vector>
 
+#include "chorus/core/config_reader.h"
 #include "chorus/core/tree.h"
+#include "chorus/layers/activations.h"
+#include "chorus/layers/initializers.h"
 #include "chorus/layers/layer.h"
 #include "chorus/ops/shape_ops.h"
 
@@ -54,73 +55,50 @@ inline std::string batch_shape_string(const std::vector<int64_t>& rest) {
   return out + ")";
 }
 
-// Whether `value` is a JSON value of T's kind that T holds exactly: json's get<T>()
-// would truncate 10.7 to an integer and wrap 2^63 or -1 into an unsigned. An integer
-// field accepts an integral float (10.0), as the optimizer configs do.
-template <class T>
-bool config_type_matches(const nlohmann::json& value) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return value.is_boolean();
-  } else if constexpr (std::is_integral_v<T>) {
-    if (value.is_number_unsigned()) return value.get<uint64_t>() <= uint64_t{std::numeric_limits<T>::max()};
-    if (value.is_number_integer()) {  // a negative integer
-      if constexpr (std::is_signed_v<T>) return value.get<int64_t>() >= int64_t{std::numeric_limits<T>::min()};
-      return false;
-    }
-    if (!value.is_number_float()) return false;
-    const double d = value.get<double>();
-    // Below 2^63 (a double's exact bound), and within T.
-    return std::floor(d) == d && d >= static_cast<double>(std::numeric_limits<T>::min()) &&
-           d < std::ldexp(1.0, std::numeric_limits<T>::digits);
-  } else if constexpr (std::is_floating_point_v<T>) {
-    return value.is_number();
-  } else if constexpr (std::is_same_v<T, std::string>) {
-    return value.is_string();
-  } else {
-    return true;  // other types: get<T>() checks them itself
-  }
-}
-
-// What config_value expects, for its error message.
-template <class T>
-constexpr const char* config_type_name() {
-  if constexpr (std::is_same_v<T, bool>) return "a boolean";
-  else if constexpr (std::is_integral_v<T>) return std::is_signed_v<T> ? "an integer" : "a non-negative integer";
-  else if constexpr (std::is_floating_point_v<T>) return "a number";
-  else if constexpr (std::is_same_v<T, std::string>) return "a string";
-  else return "another type";
-}
-
-// config[key] as T, or `fallback` when the key is absent or null. Throws ValueError
-// naming the class, key and layer when the value has the wrong JSON type or does not
-// fit T: "Dense.from_config: unexpected value for 'units': 10.7, expected an integer
-// (layer 'dense_1')".
-template <class T>
-T config_value(const nlohmann::json& config, const char* class_name, const char* key, T fallback) {
-  auto it = config.find(key);
-  if (it == config.end() || it->is_null()) return fallback;
-  try {
-    if (config_type_matches<T>(*it)) return it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-  }
-  const auto name = config.find("name");
-  const std::string layer = name != config.end() && name->is_string() ? name->get<std::string>() : "";
-  throw_error<ValueError>("{}.from_config: unexpected value for '{}': {}, expected {}{}", class_name, key, it->dump(),
-                          config_type_name<T>(), layer.empty() ? "" : fmt::format(" (layer '{}')", layer));
-}
-
 // The "name" a config carries ("" when absent: an automatic name).
-inline std::string config_name(const nlohmann::json& config) {
-  return config_value<std::string>(config, "Layer", "name", "");
+inline std::string config_name(ConfigReader& config) { return config.string("name", ""); }
+
+// Ends a from_config: applies the base fields Layer::get_config writes that a constructor
+// does not take (trainable, dtype), accepts Keras's base activity_regularizer only unset,
+// and then throws ValueError for any key no one read ("Dense: unexpected config key ...").
+inline void finish_config(Layer& layer, ConfigReader& config) {
+  layer.set_trainable(config.boolean("trainable", true));
+  if (config.has("dtype")) layer.set_dtype_policy(mixed_precision::DTypePolicy(config.string("dtype", "")));
+  config.accept_inert({"activity_regularizer"});
+  config.finish();
 }
 
-// Applies the base fields Layer::get_config writes that a constructor does not take.
-inline void apply_base_config(Layer& layer, const nlohmann::json& config) {
-  layer.set_trainable(config_value<bool>(config, layer.class_name().c_str(), "trainable", true));
-  if (config.contains("dtype")) {
-    layer.set_dtype_policy(
-        mixed_precision::DTypePolicy(config_value<std::string>(config, layer.class_name().c_str(), "dtype", "")));
+// Replaces `out` with the initializer at `key` ({"class_name", "config"} or a name) when
+// the config has one (null keeps the default).
+inline void read_initializer(ConfigReader& config, const char* key, Initializer& out) {
+  const nlohmann::json* value = config.find(key);
+  if (value != nullptr && !value->is_null()) out = Initializer::from_config(*value);
+}
+
+// The keys Dense and EinsumDense share: activation, kernel and bias initializers, and
+// Keras's regularizers, constraints and LoRA rank, accepted only unset.
+template <class Options>
+void read_dense_keys(ConfigReader& config, Options& options) {
+  if (const nlohmann::json* activation = config.find("activation")) {
+    options.activation = activations::Activation::from_config(*activation);
   }
+  read_initializer(config, "kernel_initializer", options.kernel_initializer);
+  read_initializer(config, "bias_initializer", options.bias_initializer);
+  config.accept_inert({"kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint", "lora_rank"});
+}
+
+// A list of dims where null stands for an unknown one (-1): a noise_shape, an output_shape.
+// Throws ValueError (ConfigReader::wrong_type) for anything else.
+inline std::vector<int64_t> dims_or_null(ConfigReader& config, const char* key) {
+  const nlohmann::json* value = config.find(key);
+  std::vector<int64_t> dims;
+  if (value == nullptr || value->is_null()) return dims;
+  if (!value->is_array()) config.wrong_type(key, "a list of integers or nulls");
+  for (const nlohmann::json& d : *value) {
+    if (!d.is_null() && !config_type_matches<int64_t>(d)) config.wrong_type(key, "a list of integers or nulls");
+    dims.push_back(d.is_null() ? -1 : d.get<int64_t>());
+  }
+  return dims;
 }
 
 }  // namespace chorus::layers::detail

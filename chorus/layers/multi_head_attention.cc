@@ -350,35 +350,29 @@ nlohmann::json MultiHeadAttention::get_config() const {
 }
 
 std::shared_ptr<MultiHeadAttention> MultiHeadAttention::from_config(const nlohmann::json& config) {
-  constexpr const char* kClass = "MultiHeadAttention";
+  ConfigReader r("MultiHeadAttention", config);
   MultiHeadAttentionOptions options;
-  options.value_dim = detail::config_value<int64_t>(config, kClass, "value_dim", 0);
-  options.dropout = detail::config_value<double>(config, kClass, "dropout", 0.0);
-  options.use_bias = detail::config_value<bool>(config, kClass, "use_bias", true);
-  if (auto it = config.find("output_shape"); it != config.end() && it->is_number_integer()) {
-    options.output_shape = {it->get<int64_t>()};  // Keras accepts an int
+  options.value_dim = r.integer("value_dim", 0);
+  options.dropout = r.number("dropout", 0.0);
+  options.use_bias = r.boolean("use_bias", true);
+  if (const nlohmann::json* shape = r.find("output_shape"); shape != nullptr && shape->is_number_integer()) {
+    options.output_shape = {shape->get<int64_t>()};  // Keras accepts an int
   } else {
-    options.output_shape = detail::config_value<std::vector<int64_t>>(config, kClass, "output_shape", {});
+    options.output_shape = r.value<std::vector<int64_t>>("output_shape", {});
   }
-  if (auto it = config.find("attention_axes"); it != config.end() && it->is_number_integer()) {
-    options.attention_axes = {it->get<int>()};
+  if (const nlohmann::json* axes = r.find("attention_axes"); axes != nullptr && axes->is_number_integer()) {
+    options.attention_axes = {r.value<int>("attention_axes", 0)};
   } else {
-    options.attention_axes = detail::config_value<std::vector<int>>(config, kClass, "attention_axes", {});
+    options.attention_axes = r.value<std::vector<int>>("attention_axes", {});
   }
-  if (config.contains("kernel_initializer")) {
-    options.kernel_initializer = Initializer::from_config(config["kernel_initializer"]);
-  }
-  if (config.contains("bias_initializer")) {
-    options.bias_initializer = Initializer::from_config(config["bias_initializer"]);
-  }
-  if (auto it = config.find("seed"); it != config.end() && !it->is_null()) {
-    options.seed = detail::config_value<uint64_t>(config, kClass, "seed", 0);
-  }
-  options.name = detail::config_name(config);
-  auto layer = std::make_shared<MultiHeadAttention>(detail::config_value<int64_t>(config, kClass, "num_heads", 0),
-                                                    detail::config_value<int64_t>(config, kClass, "key_dim", 0),
-                                                    std::move(options));
-  detail::apply_base_config(*layer, config);
+  detail::read_initializer(r, "kernel_initializer", options.kernel_initializer);
+  detail::read_initializer(r, "bias_initializer", options.bias_initializer);
+  options.seed = r.optional<uint64_t>("seed");
+  r.accept_inert({"kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint"});
+  r.accept_inert({"use_gate"}, false);
+  options.name = detail::config_name(r);
+  auto layer = std::make_shared<MultiHeadAttention>(r.integer("num_heads", 0), r.integer("key_dim", 0), std::move(options));
+  detail::finish_config(*layer, r);
   return layer;
 }
 

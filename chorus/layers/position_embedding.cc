@@ -39,12 +39,12 @@ nlohmann::json PositionEmbedding::get_config() const {
 }
 
 std::shared_ptr<PositionEmbedding> PositionEmbedding::from_config(const nlohmann::json& config) {
+  ConfigReader r("PositionEmbedding", config);
   PositionEmbeddingOptions options;
-  if (config.contains("initializer")) options.initializer = Initializer::from_config(config["initializer"]);
-  options.name = detail::config_name(config);
-  auto layer = std::make_shared<PositionEmbedding>(
-      detail::config_value<int64_t>(config, "PositionEmbedding", "sequence_length", 0), std::move(options));
-  detail::apply_base_config(*layer, config);
+  detail::read_initializer(r, "initializer", options.initializer);
+  options.name = detail::config_name(r);
+  auto layer = std::make_shared<PositionEmbedding>(r.integer("sequence_length", 0), std::move(options));
+  detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -65,13 +65,11 @@ nlohmann::json Reshape::get_config() const {
 }
 
 std::shared_ptr<Reshape> Reshape::from_config(const nlohmann::json& config) {
-  if (!config.contains("target_shape")) {
-    throw_error<ValueError>("Reshape.from_config: missing 'target_shape' in {}", config.dump());
-  }
-  auto layer =
-      std::make_shared<Reshape>(detail::config_value<std::vector<int64_t>>(config, "Reshape", "target_shape", {}),
-                                ReshapeOptions{.name = detail::config_name(config)});
-  detail::apply_base_config(*layer, config);
+  ConfigReader r("Reshape", config);
+  r.require({"target_shape"});
+  auto layer = std::make_shared<Reshape>(r.value<std::vector<int64_t>>("target_shape", {}),
+                                         ReshapeOptions{.name = detail::config_name(r)});
+  detail::finish_config(*layer, r);
   return layer;
 }
 

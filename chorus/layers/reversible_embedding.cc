@@ -54,27 +54,24 @@ nlohmann::json ReversibleEmbedding::get_config() const {
 }
 
 std::shared_ptr<ReversibleEmbedding> ReversibleEmbedding::from_config(const nlohmann::json& config) {
-  const char* kClass = "ReversibleEmbedding";
-  if (auto it = config.find("reverse_dtype"); it != config.end() && !it->is_null()) {
+  ConfigReader r("ReversibleEmbedding", config);
+  if (const nlohmann::json* dtype = r.find("reverse_dtype"); dtype != nullptr && !dtype->is_null()) {
     throw_error<ValueError>(
         "ReversibleEmbedding.from_config: reverse_dtype is not supported (logits take the "
         "table's dtype). Received: reverse_dtype={}",
-        it->dump());
+        dtype->dump());
   }
-  if (detail::config_value<bool>(config, kClass, "mask_zero", false)) {
+  if (r.boolean("mask_zero", false)) {
     throw_error<ValueError>("ReversibleEmbedding.from_config: mask_zero=true is not supported (no masks)");
   }
-  const EmbeddingOptions base = options_from_config(config);
-  ReversibleEmbeddingOptions options{.tie_weights = detail::config_value<bool>(config, kClass, "tie_weights", true),
+  const EmbeddingOptions base = options_from_config(r);
+  ReversibleEmbeddingOptions options{.tie_weights = r.boolean("tie_weights", true),
                                      .embeddings_initializer = base.embeddings_initializer,
                                      .name = base.name};
-  if (auto it = config.find("logit_soft_cap"); it != config.end() && !it->is_null()) {
-    options.logit_soft_cap = detail::config_value<double>(config, kClass, "logit_soft_cap", 0.0);
-  }
-  auto layer = std::make_shared<ReversibleEmbedding>(detail::config_value<int64_t>(config, kClass, "input_dim", 0),
-                                                     detail::config_value<int64_t>(config, kClass, "output_dim", 0),
+  options.logit_soft_cap = r.optional<double>("logit_soft_cap");
+  auto layer = std::make_shared<ReversibleEmbedding>(r.integer("input_dim", 0), r.integer("output_dim", 0),
                                                      std::move(options));
-  detail::apply_base_config(*layer, config);
+  detail::finish_config(*layer, r);
   return layer;
 }
 

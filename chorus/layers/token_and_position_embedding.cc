@@ -66,21 +66,16 @@ nlohmann::json TokenAndPositionEmbedding::get_config() const {
 }
 
 std::shared_ptr<TokenAndPositionEmbedding> TokenAndPositionEmbedding::from_config(const nlohmann::json& config) {
-  const char* kClass = "TokenAndPositionEmbedding";
-  if (detail::config_value<bool>(config, kClass, "mask_zero", false)) {
+  ConfigReader r("TokenAndPositionEmbedding", config);
+  if (r.boolean("mask_zero", false)) {
     throw_error<ValueError>("TokenAndPositionEmbedding.from_config: mask_zero=true is not supported (no masks)");
   }
-  TokenAndPositionEmbeddingOptions options{
-      .tie_weights = detail::config_value<bool>(config, kClass, "tie_weights", true),
-      .name = detail::config_name(config)};
-  if (config.contains("embeddings_initializer")) {
-    options.embeddings_initializer = Initializer::from_config(config["embeddings_initializer"]);
-  }
+  TokenAndPositionEmbeddingOptions options{.tie_weights = r.boolean("tie_weights", true),
+                                           .name = detail::config_name(r)};
+  detail::read_initializer(r, "embeddings_initializer", options.embeddings_initializer);
   auto layer = std::make_shared<TokenAndPositionEmbedding>(
-      detail::config_value<int64_t>(config, kClass, "vocabulary_size", 0),
-      detail::config_value<int64_t>(config, kClass, "sequence_length", 0),
-      detail::config_value<int64_t>(config, kClass, "embedding_dim", 0), std::move(options));
-  detail::apply_base_config(*layer, config);
+      r.integer("vocabulary_size", 0), r.integer("sequence_length", 0), r.integer("embedding_dim", 0), std::move(options));
+  detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -185,23 +185,20 @@ nlohmann::json TransformerEncoder::get_config() const {
 }
 
 std::shared_ptr<TransformerEncoder> TransformerEncoder::from_config(const nlohmann::json& config) {
-  constexpr const char* kClass = "TransformerEncoder";
+  ConfigReader r("TransformerEncoder", config);
   TransformerEncoderOptions options;
-  options.dropout = detail::config_value<double>(config, kClass, "dropout", 0.0);
-  if (config.contains("activation")) options.activation = activations::Activation::from_config(config["activation"]);
-  options.layer_norm_epsilon = detail::config_value<double>(config, kClass, "layer_norm_epsilon", 1e-5);
-  if (config.contains("kernel_initializer")) {
-    options.kernel_initializer = Initializer::from_config(config["kernel_initializer"]);
+  options.dropout = r.number("dropout", 0.0);
+  if (const nlohmann::json* activation = r.find("activation")) {
+    options.activation = activations::Activation::from_config(*activation);
   }
-  if (config.contains("bias_initializer")) {
-    options.bias_initializer = Initializer::from_config(config["bias_initializer"]);
-  }
-  options.normalize_first = detail::config_value<bool>(config, kClass, "normalize_first", false);
-  options.name = detail::config_name(config);
-  auto layer = std::make_shared<TransformerEncoder>(detail::config_value<int64_t>(config, kClass, "intermediate_dim", 0),
-                                                    detail::config_value<int64_t>(config, kClass, "num_heads", 0),
+  options.layer_norm_epsilon = r.number("layer_norm_epsilon", 1e-5);
+  detail::read_initializer(r, "kernel_initializer", options.kernel_initializer);
+  detail::read_initializer(r, "bias_initializer", options.bias_initializer);
+  options.normalize_first = r.boolean("normalize_first", false);
+  options.name = detail::config_name(r);
+  auto layer = std::make_shared<TransformerEncoder>(r.integer("intermediate_dim", 0), r.integer("num_heads", 0),
                                                     std::move(options));
-  detail::apply_base_config(*layer, config);
+  detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "chorus/core/config_reader.h"
 #include "chorus/core/registry.h"
 #include "chorus/losses/loss_util.h"
 #include "chorus/losses/losses.h"
@@ -58,51 +59,51 @@ std::string known_names() {
   return out;
 }
 
-// Each built-in loss from its get_config() output, with Keras's defaults for absent keys.
+// The keys every loss's config has: name, reduction, and Keras's dtype (chorus computes
+// in the inputs' dtype).
+template <class Options>
+void read_loss_keys(Options& options, ConfigReader& r) {
+  options.name = r.string("name", options.name);
+  options.reduction = internal::reduction_of(r);
+  r.accept({"dtype"});
+}
+
+// A factory that makes loss T from its get_config() output, with Keras's defaults for
+// absent keys: `read_own` reads T's own keys into its options.
+template <class T, class Options>
+Registry<Loss>::Factory loss_factory(const char* class_name, Options (*read_own)(ConfigReader&) = nullptr) {
+  return options_factory<Loss, T>(class_name, read_own, read_loss_keys<Options>);
+}
+
+// The options the two dense cross-entropies share.
+template <class Options>
+Options crossentropy_options(ConfigReader& r) {
+  return Options{.from_logits = r.boolean("from_logits", false),
+                 .label_smoothing = r.number("label_smoothing", 0.0),
+                 .axis = r.value<int>("axis", -1)};
+}
+
 Registry<Loss>& registry() {
-  using nlohmann::json;
-  auto name = [](const json& c, const char* keras_default) { return c.value("name", std::string(keras_default)); };
-  auto reduction = [](const json& c, const char* class_name) { return internal::reduction_of(c, class_name); };
-  static Registry<Loss> instance("loss", {
-      {"MeanSquaredError", [=](const json& c) -> std::shared_ptr<Loss> {
-         return std::make_shared<MeanSquaredError>(
-             MeanSquaredErrorOptions{name(c, "mean_squared_error"), reduction(c, "MeanSquaredError")});
-       }},
-      {"MeanAbsoluteError", [=](const json& c) -> std::shared_ptr<Loss> {
-         return std::make_shared<MeanAbsoluteError>(
-             MeanAbsoluteErrorOptions{name(c, "mean_absolute_error"), reduction(c, "MeanAbsoluteError")});
-       }},
-      {"Huber", [=](const json& c) -> std::shared_ptr<Loss> {
-         return std::make_shared<Huber>(HuberOptions{
-             .delta = c.value("delta", 1.0), .name = name(c, "huber_loss"), .reduction = reduction(c, "Huber")});
-       }},
-      {"BinaryCrossentropy", [=](const json& c) -> std::shared_ptr<Loss> {
-         return std::make_shared<BinaryCrossentropy>(
-             BinaryCrossentropyOptions{.from_logits = c.value("from_logits", false),
-                                       .label_smoothing = c.value("label_smoothing", 0.0),
-                                       .axis = c.value("axis", -1),
-                                       .name = name(c, "binary_crossentropy"),
-                                       .reduction = reduction(c, "BinaryCrossentropy")});
-       }},
-      {"CategoricalCrossentropy", [=](const json& c) -> std::shared_ptr<Loss> {
-         return std::make_shared<CategoricalCrossentropy>(
-             CategoricalCrossentropyOptions{.from_logits = c.value("from_logits", false),
-                                            .label_smoothing = c.value("label_smoothing", 0.0),
-                                            .axis = c.value("axis", -1),
-                                            .name = name(c, "categorical_crossentropy"),
-                                            .reduction = reduction(c, "CategoricalCrossentropy")});
-       }},
-      {"SparseCategoricalCrossentropy", [=](const json& c) -> std::shared_ptr<Loss> {
-         if (c.contains("ignore_class") && !c["ignore_class"].is_null()) {
-           throw_error<ValueError>("SparseCategoricalCrossentropy: ignore_class is not supported, got {}",
-                                   c["ignore_class"].dump());
-         }
-         return std::make_shared<SparseCategoricalCrossentropy>(
-             SparseCategoricalCrossentropyOptions{.from_logits = c.value("from_logits", false),
-                                                  .name = name(c, "sparse_categorical_crossentropy"),
-                                                  .reduction = reduction(c, "SparseCategoricalCrossentropy")});
-       }},
-  });
+  static Registry<Loss> instance(
+      "loss",
+      {
+          {"MeanSquaredError", loss_factory<MeanSquaredError, MeanSquaredErrorOptions>("MeanSquaredError")},
+          {"MeanAbsoluteError", loss_factory<MeanAbsoluteError, MeanAbsoluteErrorOptions>("MeanAbsoluteError")},
+          {"Huber", loss_factory<Huber, HuberOptions>(
+                        "Huber", [](ConfigReader& r) { return HuberOptions{.delta = r.number("delta", 1.0)}; })},
+          {"BinaryCrossentropy", loss_factory<BinaryCrossentropy, BinaryCrossentropyOptions>(
+                                     "BinaryCrossentropy", crossentropy_options<BinaryCrossentropyOptions>)},
+          {"CategoricalCrossentropy",
+           loss_factory<CategoricalCrossentropy, CategoricalCrossentropyOptions>(
+               "CategoricalCrossentropy", crossentropy_options<CategoricalCrossentropyOptions>)},
+          {"SparseCategoricalCrossentropy",
+           loss_factory<SparseCategoricalCrossentropy, SparseCategoricalCrossentropyOptions>(
+               "SparseCategoricalCrossentropy",
+               [](ConfigReader& r) {
+                 r.accept_inert({"ignore_class"});
+                 return SparseCategoricalCrossentropyOptions{.from_logits = r.boolean("from_logits", false)};
+               })},
+      });
   return instance;
 }
 
@@ -132,21 +133,13 @@ std::shared_ptr<Loss> Loss::from_name(std::string_view name) {
 }
 
 std::shared_ptr<Loss> Loss::from_config(const nlohmann::json& config) {
-  if (!config.is_object() || !config.contains("class_name") || !config["class_name"].is_string()) {
-    throw_error<ValueError>("Loss::from_config: expected {{\"class_name\": ..., \"config\": ...}}, got {}",
-                            config.dump());
-  }
-  const std::string class_name = config["class_name"];
-  const nlohmann::json args = config.value("config", nlohmann::json::object());
-  try {
-    return registry().make("Loss::from_config", class_name, args);
-  } catch (const nlohmann::json::exception& e) {
-    throw_error<ValueError>("Loss::from_config: bad config for {}: {} ({})", class_name, args.dump(), e.what());
-  }
+  return registry().from_config("Loss::from_config", config);
 }
 
 void register_loss(std::string class_name, Registry<Loss>::Factory factory) {
   registry().add("register_loss", std::move(class_name), std::move(factory));
 }
+
+std::vector<std::string> registered_losses() { return registry().names(); }
 
 }  // namespace chorus::losses

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -55,5 +56,7 @@ class Loss {
 // rebuilds a model compiled with it): `factory` receives its get_config(). Registering a
 // name again replaces it. Throws ValueError for an empty name or factory.
 void register_loss(std::string class_name, Registry<Loss>::Factory factory);
+// The registered class names (built-in and the user's), sorted.
+std::vector<std::string> registered_losses();
 
 }  // namespace chorus::losses

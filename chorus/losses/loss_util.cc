@@ -78,13 +78,13 @@ void check_reduction(const std::string& owner, const std::string& reduction) {
   }
 }
 
-std::string reduction_of(const nlohmann::json& config, const std::string& class_name) {
-  if (!config.contains("reduction")) return "sum_over_batch_size";
-  const nlohmann::json& r = config["reduction"];
-  if (r.is_null()) return "none";
-  if (!r.is_string()) throw_error<ValueError>("{}: expected reduction to be a string, got {}", class_name, r.dump());
-  check_reduction(class_name, r.get<std::string>());
-  return r.get<std::string>();
+std::string reduction_of(ConfigReader& reader) {
+  const nlohmann::json* r = reader.find("reduction");
+  if (r == nullptr) return "sum_over_batch_size";
+  if (r->is_null()) return "none";
+  const std::string reduction = reader.string("reduction", "");
+  check_reduction(reader.owner(), reduction);
+  return reduction;
 }
 
 void check_label_smoothing(const std::string& name, double label_smoothing) {

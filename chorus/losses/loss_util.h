@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "chorus/core/config_reader.h"
 #include "chorus/core/tensor.h"
 #include "chorus/losses/loss.h"
 
@@ -28,7 +29,7 @@ nlohmann::json base_config(const Loss& loss);
 void check_reduction(const std::string& owner, const std::string& reduction);
 // A config's "reduction" (default "sum_over_batch_size"; null means "none", as Keras's
 // None), checked.
-std::string reduction_of(const nlohmann::json& config, const std::string& class_name);
+std::string reduction_of(ConfigReader& reader);
 
 // Throws ValueError "<name>: expected label_smoothing in [0, 1], got 1.5".
 void check_label_smoothing(const std::string& name, double label_smoothing);

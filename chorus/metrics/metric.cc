@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "chorus/core/config_reader.h"
 #include "chorus/core/registry.h"
 #include "chorus/metrics/metrics.h"
 
@@ -45,47 +46,56 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-// Each built-in metric from its get_config() output, with Keras's defaults for absent keys.
+// The keys every metric's config has: name, and Keras's dtype (chorus keeps metric state
+// in double).
+template <class Options>
+void read_metric_keys(Options& options, ConfigReader& r) {
+  options.name = r.string("name", options.name);
+  r.accept({"dtype"});
+}
+
+// A factory that makes metric T from its get_config() output, with Keras's defaults for
+// absent keys: `read_own` reads T's own keys into its options.
+template <class T, class Options>
+Registry<Metric>::Factory metric_factory(const char* class_name, Options (*read_own)(ConfigReader&) = nullptr) {
+  return options_factory<Metric, T>(class_name, read_own, read_metric_keys<Options>);
+}
+
 Registry<Metric>& registry() {
-  using nlohmann::json;
-  using Made = std::shared_ptr<Metric>;
-  auto name = [](const json& c, const char* keras_default) { return c.value("name", std::string(keras_default)); };
-  static Registry<Metric> instance("metric", {
-      {"Mean", [=](const json& c) -> Made { return std::make_shared<Mean>(MeanOptions{name(c, "mean")}); }},
-      {"Sum", [=](const json& c) -> Made { return std::make_shared<Sum>(SumOptions{name(c, "sum")}); }},
-      {"Accuracy", [=](const json& c) -> Made {
-         return std::make_shared<Accuracy>(AccuracyOptions{
-             .name = name(c, "accuracy"), .kind = Accuracy::parse_kind(c.value("kind", std::string("exact")))});
-       }},
-      {"BinaryAccuracy", [=](const json& c) -> Made {
-         return std::make_shared<BinaryAccuracy>(
-             BinaryAccuracyOptions{.threshold = c.value("threshold", 0.5), .name = name(c, "binary_accuracy")});
-       }},
-      {"CategoricalAccuracy", [=](const json& c) -> Made {
-         return std::make_shared<CategoricalAccuracy>(CategoricalAccuracyOptions{name(c, "categorical_accuracy")});
-       }},
-      {"SparseCategoricalAccuracy", [=](const json& c) -> Made {
-         return std::make_shared<SparseCategoricalAccuracy>(
-             SparseCategoricalAccuracyOptions{name(c, "sparse_categorical_accuracy")});
-       }},
-      {"TopKCategoricalAccuracy", [=](const json& c) -> Made {
-         return std::make_shared<TopKCategoricalAccuracy>(TopKCategoricalAccuracyOptions{
-             .k = c.value("k", int64_t{5}), .name = name(c, "top_k_categorical_accuracy")});
-       }},
-      {"SparseTopKCategoricalAccuracy", [=](const json& c) -> Made {
-         if (c.value("from_sorted_ids", false)) {
-           throw_error<ValueError>("SparseTopKCategoricalAccuracy: from_sorted_ids=true is not supported");
-         }
-         return std::make_shared<SparseTopKCategoricalAccuracy>(SparseTopKCategoricalAccuracyOptions{
-             .k = c.value("k", int64_t{5}), .name = name(c, "sparse_top_k_categorical_accuracy")});
-       }},
-      {"MeanSquaredError", [=](const json& c) -> Made {
-         return std::make_shared<MeanSquaredError>(MeanSquaredErrorOptions{name(c, "mean_squared_error")});
-       }},
-      {"MeanAbsoluteError", [=](const json& c) -> Made {
-         return std::make_shared<MeanAbsoluteError>(MeanAbsoluteErrorOptions{name(c, "mean_absolute_error")});
-       }},
-  });
+  static Registry<Metric> instance(
+      "metric",
+      {
+          {"Mean", metric_factory<Mean, MeanOptions>("Mean")},
+          {"Sum", metric_factory<Sum, SumOptions>("Sum")},
+          {"Accuracy", metric_factory<Accuracy, AccuracyOptions>(
+                           "Accuracy",
+                           [](ConfigReader& r) {
+                             return AccuracyOptions{.kind = Accuracy::parse_kind(r.string("kind", "exact"))};
+                           })},
+          {"BinaryAccuracy", metric_factory<BinaryAccuracy, BinaryAccuracyOptions>(
+                                 "BinaryAccuracy",
+                                 [](ConfigReader& r) {
+                                   return BinaryAccuracyOptions{.threshold = r.number("threshold", 0.5)};
+                                 })},
+          {"CategoricalAccuracy",
+           metric_factory<CategoricalAccuracy, CategoricalAccuracyOptions>("CategoricalAccuracy")},
+          {"SparseCategoricalAccuracy",
+           metric_factory<SparseCategoricalAccuracy, SparseCategoricalAccuracyOptions>("SparseCategoricalAccuracy")},
+          {"TopKCategoricalAccuracy", metric_factory<TopKCategoricalAccuracy, TopKCategoricalAccuracyOptions>(
+                                          "TopKCategoricalAccuracy",
+                                          [](ConfigReader& r) {
+                                            return TopKCategoricalAccuracyOptions{.k = r.integer("k", 5)};
+                                          })},
+          {"SparseTopKCategoricalAccuracy",
+           metric_factory<SparseTopKCategoricalAccuracy, SparseTopKCategoricalAccuracyOptions>(
+               "SparseTopKCategoricalAccuracy",
+               [](ConfigReader& r) {
+                 r.accept_inert({"from_sorted_ids"}, false);
+                 return SparseTopKCategoricalAccuracyOptions{.k = r.integer("k", 5)};
+               })},
+          {"MeanSquaredError", metric_factory<MeanSquaredError, MeanSquaredErrorOptions>("MeanSquaredError")},
+          {"MeanAbsoluteError", metric_factory<MeanAbsoluteError, MeanAbsoluteErrorOptions>("MeanAbsoluteError")},
+      });
   return instance;
 }
 
@@ -117,21 +127,13 @@ std::shared_ptr<Metric> Metric::from_name(std::string_view name) {
 }
 
 std::shared_ptr<Metric> Metric::from_config(const nlohmann::json& config) {
-  if (!config.is_object() || !config.contains("class_name") || !config["class_name"].is_string()) {
-    throw_error<ValueError>("Metric::from_config: expected {{\"class_name\": ..., \"config\": ...}}, got {}",
-                            config.dump());
-  }
-  const std::string class_name = config["class_name"];
-  const nlohmann::json args = config.value("config", nlohmann::json::object());
-  try {
-    return registry().make("Metric::from_config", class_name, args);
-  } catch (const nlohmann::json::exception& e) {
-    throw_error<ValueError>("Metric::from_config: bad config for {}: {} ({})", class_name, args.dump(), e.what());
-  }
+  return registry().from_config("Metric::from_config", config);
 }
 
 void register_metric(std::string class_name, Registry<Metric>::Factory factory) {
   registry().add("register_metric", std::move(class_name), std::move(factory));
 }
+
+std::vector<std::string> registered_metrics() { return registry().names(); }
 
 }  // namespace chorus::metrics

@@ -62,5 +62,7 @@ class Metric {
 // rebuilds a model compiled with it): `factory` receives its get_config(). Registering a
 // name again replaces it. Throws ValueError for an empty name or factory.
 void register_metric(std::string class_name, Registry<Metric>::Factory factory);
+// The registered class names (built-in and the user's), sorted.
+std::vector<std::string> registered_metrics();
 
 }  // namespace chorus::metrics

@@ -238,4 +238,11 @@ struct LoadModelOptions {
 // loss or metrics keep their class and get the file's name in front.
 std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadModelOptions& options = {});
 
+// load_model's checks without reading the weights: state.json, config.json (every layer,
+// and the optimizer, loss and metrics of its compile_config, rebuilt with the strict config
+// reader) and the weights file's presence. Throws the IOError or ValueError load_model
+// would, naming the invalid file; returns normally for a directory load_model accepts up
+// to its weights. What `chorus checkpoint inspect` runs on a saved model.
+void check_saved_model(const std::filesystem::path& path);
+
 }  // namespace chorus::models

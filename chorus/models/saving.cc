@@ -304,33 +304,55 @@ void load_saved_optimizer_state(Model& model, const fs::path& dir, const SavedSt
   model.load_optimizer_state(file);
 }
 
-}  // namespace
+// A saved model directory that passed load_model's checks up to its weights: state.json
+// and config.json read and checked, the weights file present, the model rebuilt.
+struct CheckedModel {
+  SavedState state;
+  nlohmann::json config;
+  std::unique_ptr<Model> model;  // uncompiled, weights not yet loaded
+};
 
-std::unique_ptr<Model> load_model(const fs::path& path, const LoadModelOptions& options) {
+// The checks load_model and check_saved_model share. Throws naming the invalid file.
+CheckedModel check_model_files(const fs::path& path) {
   if (!fs::is_directory(path)) throw_error<IOError>("load_model: {} is not a saved model directory", path.string());
-  const SavedState state = read_saved_state(path);
+  CheckedModel checked{.state = read_saved_state(path)};
   const fs::path config_file = path / "config.json";
-  const nlohmann::json config = read_json(config_file);
+  checked.config = read_json(config_file);
   const fs::path weights_file = path / kWeightsFile;
   if (!fs::is_regular_file(weights_file)) {
     throw_error<IOError>("load_model: {} is missing: {} is not a complete saved model", weights_file.string(),
                          path.string());
   }
-  std::unique_ptr<Model> model;
   {
     // The file holds every weight, so a config that asks for more bytes is refused
     // before they are allocated.
     const auto bytes = static_cast<int64_t>(fs::file_size(weights_file));
     layers::WeightBudget budget(bytes, fmt::format("{} holds {} bytes", weights_file.string(), bytes));
-    model = model_from_config(config, config_file);
+    checked.model = model_from_config(checked.config, config_file);
   }
-  if (!model->built()) {
+  if (!checked.model->built()) {
     throw_error<ValueError>("load_model: {}: the model has no input shape, so its weights cannot be created", path.string());
   }
-  model->load_weights(weights_file);
+  return checked;
+}
+
+}  // namespace
+
+void check_saved_model(const fs::path& path) {
+  CheckedModel checked = check_model_files(path);
+  if (checked.config.contains("compile_config")) {
+    compile_from_config(*checked.model, checked.config["compile_config"], path / "config.json");
+  }
+}
+
+std::unique_ptr<Model> load_model(const fs::path& path, const LoadModelOptions& options) {
+  CheckedModel checked = check_model_files(path);
+  std::unique_ptr<Model> model = std::move(checked.model);
+  const nlohmann::json& config = checked.config;
+  model->load_weights(path / kWeightsFile);
   if (options.compile && config.contains("compile_config")) {
-    compile_from_config(*model, config["compile_config"], config_file);
-    load_saved_optimizer_state(*model, path, state);
+    compile_from_config(*model, config["compile_config"], path / "config.json");
+    load_saved_optimizer_state(*model, path, checked.state);
   }
   return model;
 }

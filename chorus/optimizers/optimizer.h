@@ -154,5 +154,7 @@ class Optimizer {
 // load_model rebuilds a model compiled with it): `factory` receives its get_config().
 // Registering a name again replaces it. Throws ValueError for an empty name or factory.
 void register_optimizer(std::string class_name, Registry<Optimizer>::Factory factory);
+// The registered class names (built-in and the user's), sorted.
+std::vector<std::string> registered_optimizers();
 
 }  // namespace chorus::optimizers

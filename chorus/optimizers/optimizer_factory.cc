@@ -11,7 +11,8 @@
 #include "chorus/optimizers/adagrad.h"
 #include "chorus/optimizers/adam.h"
 #include "chorus/optimizers/adamw.h"
-#include "chorus/optimizers/config_reader.h"
+#include "chorus/optimizers/base_options.h"
+#include "chorus/core/config_reader.h"
 #include "chorus/optimizers/optimizer.h"
 #include "chorus/optimizers/rmsprop.h"
 #include "chorus/optimizers/sgd.h"
@@ -28,91 +29,48 @@ std::string lower(std::string_view text) {
 }
 
 std::shared_ptr<Optimizer> sgd_from_config(const json& config) {
-  ConfigReader r("SGD", config);
-  r.string("name", "");
-  const OptimizerOptions base = r.optimizer_options();
-  auto out = std::make_shared<SGD>(SGDOptions{.learning_rate = r.learning_rate("learning_rate", 0.01),
-                                              .momentum = r.number("momentum", 0.0),
-                                              .nesterov = r.boolean("nesterov", false),
-                                              .weight_decay = base.weight_decay,
-                                              .clipnorm = base.clipnorm,
-                                              .clipvalue = base.clipvalue,
-                                              .global_clipnorm = base.global_clipnorm});
-  r.finish();
-  return out;
+  return optimizer_from_config<SGD>("SGD", config, [](ConfigReader& r) {
+    return SGDOptions{.momentum = r.number("momentum", 0.0), .nesterov = r.boolean("nesterov", false)};
+  });
 }
 
-// Adam's keys; AdamW's are the same (Keras's AdamW is Adam with weight decay).
-AdamOptions adam_options(ConfigReader& r) {
-  r.string("name", "");
-  const OptimizerOptions base = r.optimizer_options();
-  return AdamOptions{.learning_rate = r.learning_rate("learning_rate", 0.001),
-                     .beta_1 = r.number("beta_1", 0.9),
-                     .beta_2 = r.number("beta_2", 0.999),
-                     .epsilon = r.number("epsilon", 1e-7),
-                     .amsgrad = r.boolean("amsgrad", false),
-                     .weight_decay = base.weight_decay,
-                     .clipnorm = base.clipnorm,
-                     .clipvalue = base.clipvalue,
-                     .global_clipnorm = base.global_clipnorm};
+// Adam's own keys; AdamW's are the same (Keras's AdamW is Adam with weight decay).
+template <class Options>
+Options adam_options(ConfigReader& r) {
+  return Options{.beta_1 = r.number("beta_1", 0.9),
+                 .beta_2 = r.number("beta_2", 0.999),
+                 .epsilon = r.number("epsilon", 1e-7),
+                 .amsgrad = r.boolean("amsgrad", false)};
 }
 
 std::shared_ptr<Optimizer> adam_from_config(const json& config) {
-  ConfigReader r("Adam", config);
-  auto out = std::make_shared<Adam>(adam_options(r));
-  r.finish();
-  return out;
+  return optimizer_from_config<Adam>("Adam", config, adam_options<AdamOptions>);
 }
 
 std::shared_ptr<Optimizer> adamw_from_config(const json& config) {
-  ConfigReader r("AdamW", config);
-  AdamOptions o = adam_options(r);
-  r.finish();
-  if (config.contains("weight_decay") && !o.weight_decay) {
-    throw_error<ValueError>("AdamW: expected weight_decay to be a number, got null");
-  }
-  return std::make_shared<AdamW>(AdamWOptions{.learning_rate = std::move(o.learning_rate),
-                                              .weight_decay = o.weight_decay.value_or(0.004),
-                                              .beta_1 = o.beta_1,
-                                              .beta_2 = o.beta_2,
-                                              .epsilon = o.epsilon,
-                                              .amsgrad = o.amsgrad,
-                                              .clipnorm = o.clipnorm,
-                                              .clipvalue = o.clipvalue,
-                                              .global_clipnorm = o.global_clipnorm});
+  return optimizer_from_config<AdamW>("AdamW", config, [](ConfigReader& r) {
+    // AdamW's weight decay is a number with a default, not an optional setting.
+    if (const json* decay = r.find("weight_decay"); decay != nullptr && decay->is_null()) {
+      throw_error<ValueError>("AdamW: expected weight_decay to be a number, got null");
+    }
+    return adam_options<AdamWOptions>(r);
+  });
 }
 
 std::shared_ptr<Optimizer> adagrad_from_config(const json& config) {
-  ConfigReader r("Adagrad", config);
-  r.string("name", "");
-  const OptimizerOptions base = r.optimizer_options();
-  auto out = std::make_shared<Adagrad>(
-      AdagradOptions{.learning_rate = r.learning_rate("learning_rate", 0.001),
-                     .initial_accumulator_value = r.number("initial_accumulator_value", 0.1),
-                     .epsilon = r.number("epsilon", 1e-7),
-                     .weight_decay = base.weight_decay,
-                     .clipnorm = base.clipnorm,
-                     .clipvalue = base.clipvalue,
-                     .global_clipnorm = base.global_clipnorm});
-  r.finish();
-  return out;
+  return optimizer_from_config<Adagrad>("Adagrad", config, [](ConfigReader& r) {
+    return AdagradOptions{.initial_accumulator_value = r.number("initial_accumulator_value", 0.1),
+                          .epsilon = r.number("epsilon", 1e-7)};
+  });
 }
 
 std::shared_ptr<Optimizer> rmsprop_from_config(const json& config) {
-  ConfigReader r("RMSprop", config);
-  r.string("name", "");
-  const OptimizerOptions base = r.optimizer_options();
-  auto out = std::make_shared<RMSprop>(RMSpropOptions{.learning_rate = r.learning_rate("learning_rate", 0.001),
-                                                      .rho = r.number("rho", 0.9),
-                                                      .momentum = r.number("momentum", 0.0),
-                                                      .epsilon = r.number("epsilon", 1e-7),
-                                                      .centered = r.boolean("centered", false),
-                                                      .weight_decay = base.weight_decay,
-                                                      .clipnorm = base.clipnorm,
-                                                      .clipvalue = base.clipvalue,
-                                                      .global_clipnorm = base.global_clipnorm});
-  r.finish();
-  return out;
+  return optimizer_from_config<RMSprop>("RMSprop", config, [](ConfigReader& r) {
+    return RMSpropOptions{.rho = r.number("rho", 0.9),
+                          .momentum = r.number("momentum", 0.0),
+                          .epsilon = r.number("epsilon", 1e-7),
+                          .centered = r.boolean("centered", false)};
+  });
 }
 
 Registry<Optimizer>& registry() {
@@ -159,18 +117,13 @@ std::shared_ptr<Optimizer> Optimizer::from_name(std::string_view name) {
 }
 
 std::shared_ptr<Optimizer> Optimizer::from_config(const json& config) {
-  ConfigReader outer("Optimizer::from_config", config);
-  outer.require({"class_name", "config"});
-  const std::string class_name = outer.string("class_name", "");
-  outer.string("module", "");
-  outer.string("registered_name", "");
-  const json& inner = outer.raw("config");
-  outer.finish();
-  return registry().make("Optimizer::from_config", class_name, inner);
+  return registry().from_config("Optimizer::from_config", config);
 }
 
 void register_optimizer(std::string class_name, Registry<Optimizer>::Factory factory) {
   registry().add("register_optimizer", std::move(class_name), std::move(factory));
 }
+
+std::vector<std::string> registered_optimizers() { return registry().names(); }
 
 }  // namespace chorus::optimizers

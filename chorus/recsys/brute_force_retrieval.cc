@@ -284,11 +284,10 @@ nlohmann::json BruteForceRetrieval::get_config() const {
 }
 
 std::shared_ptr<BruteForceRetrieval> BruteForceRetrieval::from_config(const nlohmann::json& config) {
-  auto layer = std::make_shared<BruteForceRetrieval>(
-      layers::detail::config_value<int64_t>(config, "BruteForceRetrieval", "k", 10),
-      layers::detail::config_value<bool>(config, "BruteForceRetrieval", "return_scores", true),
-      BruteForceRetrievalOptions{.name = layers::detail::config_name(config)});
-  layers::detail::apply_base_config(*layer, config);
+  ConfigReader r("BruteForceRetrieval", config);
+  auto layer = std::make_shared<BruteForceRetrieval>(r.integer("k", 10), r.boolean("return_scores", true),
+                                                     BruteForceRetrievalOptions{.name = layers::detail::config_name(r)});
+  layers::detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -61,6 +61,34 @@ TEST_F(FaultToleranceCommandTest, InspectListsAModelsFilesAndADeadWritersTempora
                                         " does not exist"));
 }
 
+// inspect runs load_model's checks (models::check_saved_model) on a saved model: a
+// config.json that load_model refuses is not called a saved model, and the error names
+// the file with load_model's own message.
+TEST_F(FaultToleranceCommandTest, InspectRefusesWhatLoadModelRefusesNamingTheFile) {
+  auto model = chorus::testing::linear_model();
+  model->save(dir_ / "model");
+  std::ofstream(dir_ / "model" / "config.json") << "[1,2,3]";
+  const std::string config = (dir_ / "model" / "config.json").string();
+  const std::string message =
+      "load_model: " + config + ": expected an object with \"class_name\" and \"config\", found array";
+  EXPECT_THAT([&] { models::load_model(dir_ / "model"); }, ::testing::ThrowsMessage<IOError>(HasSubstr(message)));
+  const auto run = run_chorus("checkpoint inspect " + (dir_ / "model").string());
+  if (run.exit_code == -1) GTEST_SKIP() << run.output;
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("chorus: error: " + message));
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("a saved model")));
+  // A key no layer takes is refused the same way, naming the file and the key.
+  model->save(dir_ / "typo");
+  nlohmann::json typo = nlohmann::json::parse(std::ifstream(dir_ / "typo" / "config.json"));
+  typo["config"]["layers"][1]["config"]["unitz"] = 1;
+  std::ofstream(dir_ / "typo" / "config.json") << typo.dump();
+  const auto typo_run = run_chorus("checkpoint inspect " + (dir_ / "typo").string());
+  EXPECT_EQ(typo_run.exit_code, 1) << typo_run.output;
+  EXPECT_THAT(typo_run.output, HasSubstr((dir_ / "typo" / "config.json").string() +
+                                         ": config.layers[1]: Dense: unexpected config key 'unitz' (did you mean "
+                                         "'units'?)"));
+}
+
 TEST_F(FaultToleranceCommandTest, InspectListsBackupsWithWhereTheirFitStood) {
   auto model = chorus::testing::linear_model();
   const auto data = chorus::testing::linear_data(40, 1);

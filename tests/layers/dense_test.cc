@@ -10,6 +10,7 @@ namespace chorus::layers {
 namespace {
 
 using namespace testing::layer_test_names;
+using ::testing::Eq;
 
 // y[r, u] = act(sum_k x[r, k] w[k, u] + b[u]) over the rows of a (rows, in) view of x.
 Tensor dense_ref(const Tensor& x, const Tensor& w, const Tensor& b, double (*act)(double)) {
@@ -153,22 +154,42 @@ TEST(DenseTest, Errors) {
       },
       ThrowsMessage<ValueError>(HasSubstr("dense_1: expected a single tensor as input, got")));
   EXPECT_THAT([] { Dense::from_config(nlohmann::json::parse(R"({"activation": "relu"})")); },
-              ThrowsMessage<ValueError>(HasSubstr("Dense.from_config: missing 'units'")));
+              ThrowsMessage<ValueError>(Eq("Dense: config is missing 'units'")));
   EXPECT_THAT([] { Dense::from_config(nlohmann::json::parse(R"({"units": "ten"})")); },
-              ThrowsMessage<ValueError>(HasSubstr("Dense.from_config: unexpected value for 'units': \"ten\"")));
+              ThrowsMessage<ValueError>(Eq("Dense: config key 'units': expected an integer, got \"ten\" (a string)")));
+}
+
+// A key Dense does not take is an error naming it (Keras 3 raises on an unexpected
+// constructor argument), with the key it most likely meant; the keys Keras writes for
+// features chorus lacks are accepted while unset.
+TEST(DenseTest, FromConfigRejectsUnexpectedKeys) {
+  EXPECT_THAT([] { Dense::from_config(nlohmann::json::parse(R"({"unitz": 10})")); },
+              ThrowsMessage<ValueError>(Eq("Dense: config is missing 'units'")));
+  EXPECT_THAT([] { Dense::from_config(nlohmann::json::parse(R"({"units": 10, "unitz": 10})")); },
+              ThrowsMessage<ValueError>(Eq("Dense: unexpected config key 'unitz' (did you mean 'units'?)")));
+  EXPECT_THAT([] { Dense::from_config(nlohmann::json::parse(R"({"units": 10, "filters": 3})")); },
+              ThrowsMessage<ValueError>(Eq("Dense: unexpected config key 'filters'")));
+  EXPECT_THAT([] { Dense::from_config(nlohmann::json::parse(R"({"units": 10, "trainable": "yes"})")); },
+              ThrowsMessage<ValueError>(Eq("Dense: config key 'trainable': expected a boolean, got \"yes\" (a string)")));
+  EXPECT_THAT(
+      [] { Dense::from_config(nlohmann::json::parse(R"({"units": 10, "kernel_regularizer": {"class_name": "L2"}})")); },
+      ThrowsMessage<ValueError>(Eq("Dense: kernel_regularizer={\"class_name\":\"L2\"} is not supported")));
+  const auto keras = Dense::from_config(nlohmann::json::parse(R"({"units": 10, "kernel_regularizer": null,
+      "bias_regularizer": null, "kernel_constraint": null, "bias_constraint": null, "activity_regularizer": null})"));
+  EXPECT_EQ(keras->units(), 10);
 }
 
 // Config fields are read exactly: json would truncate 10.7 to 10 and wrap -1 into an
-// unsigned seed (layer_util.h's config_value, which every built-in layer uses).
+// unsigned seed (core/config_reader.h's ConfigReader, which every built-in layer uses).
 TEST(DenseTest, FromConfigRefusesValuesThatDoNotFitTheFieldsType) {
   EXPECT_THAT([] { Dense::from_config(nlohmann::json::parse(R"({"units": 10.7, "name": "head"})")); },
               ThrowsMessage<ValueError>(
-                  HasSubstr("Dense.from_config: unexpected value for 'units': 10.7, expected an integer (layer 'head')")));
+                  Eq("Dense: config key 'units': expected an integer, got 10.7 (a float)")));
   EXPECT_THAT([] { Dense::from_config(nlohmann::json::parse(R"({"units": 9223372036854775808})")); },
               ThrowsMessage<ValueError>(
-                  HasSubstr("Dense.from_config: unexpected value for 'units': 9223372036854775808, expected an integer")));
+                  Eq("Dense: config key 'units': expected an integer, got 9223372036854775808 (an integer)")));
   EXPECT_THAT([] { Dense::from_config(nlohmann::json::parse(R"({"units": 4, "use_bias": 1})")); },
-              ThrowsMessage<ValueError>(HasSubstr("Dense.from_config: unexpected value for 'use_bias': 1, expected a boolean")));
+              ThrowsMessage<ValueError>(Eq("Dense: config key 'use_bias': expected a boolean, got 1 (an integer)")));
   EXPECT_EQ(Dense::from_config(nlohmann::json::parse(R"({"units": 4.0})"))->get_config()["units"], 4);
 }
 

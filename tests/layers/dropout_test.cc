@@ -10,6 +10,7 @@ namespace chorus::layers {
 namespace {
 
 using namespace testing::layer_test_names;
+using ::testing::Eq;
 
 TEST(DropoutTest, Conformance) {
   expect_layer_conforms({
@@ -166,10 +167,10 @@ TEST(DropoutTest, Errors) {
 TEST(DropoutTest, FromConfigChecksTheSeedAndNoiseShape) {
   EXPECT_THAT([] { Dropout::from_config(nlohmann::json::parse(R"({"rate": 0.5, "seed": -1})")); },
               ThrowsMessage<ValueError>(
-                  HasSubstr("Dropout.from_config: unexpected value for 'seed': -1, expected a non-negative integer")));
+                  Eq("Dropout: config key 'seed': expected a non-negative integer, got -1 (an integer)")));
   EXPECT_THAT([] { Dropout::from_config(nlohmann::json::parse(R"({"rate": 0.5, "noise_shape": [null, 1.5]})")); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "Dropout.from_config: unexpected value for 'noise_shape': [null,1.5], expected integers or null")));
+              ThrowsMessage<ValueError>(Eq(
+                  "Dropout: config key 'noise_shape': expected a list of integers or nulls, got [null,1.5] (a list)")));
 }
 
 }  // namespace

@@ -179,12 +179,15 @@ TEST(InitializersTest, Errors) {
               ThrowsMessage<ValueError>(HasSubstr("Initializer: expected a name or")));
   EXPECT_THAT(
       [] { Initializer::from_config(nlohmann::json::parse(R"({"class_name": "HeNormal", "config": {"seed": "x"}})")); },
-      ThrowsMessage<ValueError>(HasSubstr("expected an integer seed or null. Received: seed=\"x\"")));
+      ThrowsMessage<ValueError>(HasSubstr("HeNormal: config key 'seed': expected a non-negative integer, got \"x\" (a string)")));
+  EXPECT_THAT(
+      [] { Initializer::from_config(nlohmann::json::parse(R"({"class_name": "HeNormal", "config": {"sead": 1}})")); },
+      ThrowsMessage<ValueError>(HasSubstr("HeNormal: unexpected config key 'sead' (did you mean 'seed'?)")));
   EXPECT_THAT(
       [] {
         Initializer::from_config(nlohmann::json::parse(R"({"class_name": "Constant", "config": {"value": "x"}})"));
       },
-      ThrowsMessage<ValueError>(HasSubstr("Initializer: bad config for Constant:")));
+      ThrowsMessage<ValueError>(HasSubstr("Constant: config key 'value': expected a number, got \"x\" (a string)")));
   EXPECT_THAT(
       [] { initializers::random_uniform(1, 1); },
       ThrowsMessage<ValueError>(HasSubstr("RandomUniform: expected minval < maxval. Received: minval=1, maxval=1")));

@@ -269,7 +269,7 @@ TEST(MultiHeadAttentionTest, ConfigIsKerasShaped) {
       "use_bias": true, "output_shape": null, "attention_axes": null,
       "kernel_initializer": {"class_name": "GlorotUniform", "config": {"seed": null}},
       "bias_initializer": {"class_name": "Zeros", "config": {}}, "seed": null})"));
-  // As Keras writes it (extra keys ignored; ints for output_shape and attention_axes).
+  // As Keras writes it (unset regularizers accepted; ints for output_shape and attention_axes).
   const auto from_keras = MultiHeadAttention::from_config(nlohmann::json::parse(R"({
       "name": "mha", "num_heads": 2, "key_dim": 8, "value_dim": null, "output_shape": 10, "attention_axes": 1,
       "use_gate": false, "kernel_regularizer": null})"));

@@ -54,7 +54,7 @@ TEST(ReshapeTest, Errors) {
       },
       ThrowsMessage<ValueError>(HasSubstr("Reshape: expected target_shape of at most 7 dimensions")));
   EXPECT_THAT([] { Reshape::from_config(nlohmann::json::parse(R"({"name": "r"})")); },
-              ThrowsMessage<ValueError>(HasSubstr("Reshape.from_config: missing 'target_shape'")));
+              ThrowsMessage<ValueError>(HasSubstr("Reshape: config is missing 'target_shape'")));
   Reshape reshape({5, 2}, {.name = "reshape_1"});
   EXPECT_THAT(
       [&] {

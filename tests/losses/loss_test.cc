@@ -2,10 +2,13 @@
 // name/config factories.
 #include "chorus/losses/loss.h"
 
+#include <set>
+
 #include "chorus/core/shared.h"
 #include "chorus/losses/losses.h"
 #include "chorus/ops/ops.h"
 #include "tests/losses/loss_reference.h"
+#include "tests/testing/registry_coverage.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
@@ -13,6 +16,7 @@ namespace {
 
 using losses::Loss;
 using testing::expect_gradients_match;
+using ::testing::Eq;
 using ::testing::HasSubstr;
 using testing::random_tensor;
 using testing::tensor_of;
@@ -200,13 +204,16 @@ TEST(LossTest, ConfigsRoundTrip) {
       std::make_shared<losses::SparseCategoricalCrossentropy>(
           losses::SparseCategoricalCrossentropyOptions{.from_logits = true}),
   };
+  std::set<std::string> covered;
   for (const auto& loss : all) {
     const nlohmann::json config = loss->to_config();
     EXPECT_EQ(config["config"]["reduction"], "sum_over_batch_size");
     const std::shared_ptr<Loss> back = Loss::from_config(config);
     EXPECT_EQ(back->to_config(), config) << config.dump();
     EXPECT_EQ(back->name(), loss->name());
+    covered.insert(config["class_name"].get<std::string>());
   }
+  testing::expect_registry_covered(losses::registered_losses(), covered, {"UserScaledMse"});
   EXPECT_EQ(losses::Huber().get_config(),
             (nlohmann::json{{"name", "huber_loss"}, {"reduction", "sum_over_batch_size"}, {"delta", 1.0}}));
   // Keras's configs load (defaults fill missing keys; ignore_class null is accepted).
@@ -224,17 +231,38 @@ TEST(LossTest, FromConfigErrors) {
               ThrowsMessage<ValueError>(HasSubstr("Loss::from_config: unknown loss class 'Poisson'. Known classes: "
                                                   "BinaryCrossentropy, CategoricalCrossentropy, Huber")));
   EXPECT_THAT([] { Loss::from_config({{"config", nlohmann::json::object()}}); },
-              ThrowsMessage<ValueError>(HasSubstr("Loss::from_config: expected {\"class_name\"")));
+              ThrowsMessage<ValueError>(HasSubstr("Loss::from_config: config is missing 'class_name'")));
   EXPECT_THAT([] { Loss::from_config({{"class_name", "MeanSquaredError"}, {"config", {{"reduction", "avg"}}}}); },
               ThrowsMessage<ValueError>(HasSubstr("MeanSquaredError: unknown reduction 'avg'; expected one of "
                                                   "sum_over_batch_size, mean, sum, mean_with_sample_weight, none")));
   EXPECT_THAT([] { losses::MeanSquaredError({.name = "m", .reduction = "max"}); },
               ThrowsMessage<ValueError>(HasSubstr("m: unknown reduction 'max'")));
   EXPECT_THAT([] { Loss::from_config({{"class_name", "Huber"}, {"config", {{"delta", "big"}}}}); },
-              ThrowsMessage<ValueError>(HasSubstr("Loss::from_config: bad config for Huber")));
+              ThrowsMessage<ValueError>(Eq("Huber: config key 'delta': expected a number, got \"big\" (a string)")));
   const nlohmann::json ignore = {{"class_name", "SparseCategoricalCrossentropy"}, {"config", {{"ignore_class", -1}}}};
   EXPECT_THAT([&] { Loss::from_config(ignore); },
-              ThrowsMessage<ValueError>(HasSubstr("SparseCategoricalCrossentropy: ignore_class is not supported")));
+              ThrowsMessage<ValueError>(HasSubstr("SparseCategoricalCrossentropy: ignore_class=-1 is not supported")));
+}
+
+// Configs are read strictly: a key no loss takes is an error naming the class and the key
+// (with the likely intended one).
+TEST(LossTest, FromConfigRejectsUnexpectedKeys) {
+  const nlohmann::json typo = {{"class_name", "BinaryCrossentropy"}, {"config", {{"from_logit", true}}}};
+  EXPECT_THAT([&] { Loss::from_config(typo); },
+              ThrowsMessage<ValueError>(
+                  Eq("BinaryCrossentropy: unexpected config key 'from_logit' (did you mean 'from_logits'?)")));
+  const nlohmann::json wrong = {{"class_name", "CategoricalCrossentropy"}, {"config", {{"axis", 1.5}}}};
+  EXPECT_THAT([&] { Loss::from_config(wrong); },
+              ThrowsMessage<ValueError>(
+                  Eq("CategoricalCrossentropy: config key 'axis': expected an integer, got 1.5 (a float)")));
+  const nlohmann::json reduction = {{"class_name", "MeanSquaredError"}, {"config", {{"reduction", 3}}}};
+  EXPECT_THAT([&] { Loss::from_config(reduction); },
+              ThrowsMessage<ValueError>(
+                  Eq("MeanSquaredError: config key 'reduction': expected a string, got 3 (an integer)")));
+  // Keras 3 writes a loss's dtype; it is accepted.
+  const auto keras = Loss::from_config(
+      {{"class_name", "Huber"}, {"config", {{"name", "h"}, {"reduction", "sum"}, {"dtype", "float32"}, {"delta", 2.0}}}});
+  EXPECT_EQ(keras->name(), "h");
 }
 
 // Keras 3's reductions on the same weighted losses: [1, 4, 9, 16] * [1, 0, 1, 0].

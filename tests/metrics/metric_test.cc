@@ -3,17 +3,20 @@
 #include "chorus/metrics/metric.h"
 
 #include <functional>
+#include <set>
 
 #include "chorus/core/creation.h"
 #include "chorus/core/shared.h"
 #include "chorus/metrics/metrics.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/registry_coverage.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
 using metrics::Metric;
+using ::testing::Eq;
 using ::testing::HasSubstr;
 using testing::random_tensor;
 using ::testing::ThrowsMessage;
@@ -174,13 +177,16 @@ TEST(MetricTest, ConfigsRoundTrip) {
       std::make_shared<metrics::MeanSquaredError>(),
       std::make_shared<metrics::MeanAbsoluteError>(metrics::MeanAbsoluteErrorOptions{"mae"}),
   };
+  std::set<std::string> covered;
   for (const auto& m : all) {
     const nlohmann::json config = m->to_config();
     const auto back = Metric::from_config(config);
     EXPECT_EQ(back->to_config(), config) << config.dump();
     EXPECT_EQ(back->name(), m->name());
     EXPECT_EQ(back->state().size(), m->state().size());
+    covered.insert(config["class_name"].get<std::string>());
   }
+  testing::expect_registry_covered(metrics::registered_metrics(), covered, {"UserMeanPrediction"});
   EXPECT_EQ(metrics::BinaryAccuracy().get_config(), (nlohmann::json{{"name", "binary_accuracy"}, {"threshold", 0.5}}));
   EXPECT_EQ(metrics::Accuracy().get_config(), (nlohmann::json{{"name", "accuracy"}, {"kind", "exact"}}));
   // A Keras config without chorus's "kind" is the exact Accuracy.
@@ -194,16 +200,41 @@ TEST(MetricTest, FromConfigErrors) {
                   HasSubstr("Metric::from_config: unknown metric class 'AUC'. Known classes: Accuracy, BinaryAccuracy, "
                             "CategoricalAccuracy, Mean")));
   EXPECT_THAT([] { Metric::from_config(nlohmann::json::array()); },
-              ThrowsMessage<ValueError>(HasSubstr("Metric::from_config: expected {\"class_name\"")));
+              ThrowsMessage<ValueError>(HasSubstr("Metric::from_config: expected a config object, got []")));
+  EXPECT_THAT([] { Metric::from_config({{"config", nlohmann::json::object()}}); },
+              ThrowsMessage<ValueError>(HasSubstr("Metric::from_config: config is missing 'class_name'")));
   EXPECT_THAT([] { Metric::from_config({{"class_name", "Accuracy"}, {"config", {{"kind", "fuzzy"}}}}); },
               ThrowsMessage<ValueError>(HasSubstr("Accuracy: unknown kind 'fuzzy'")));
   EXPECT_THAT([] { Metric::from_config({{"class_name", "TopKCategoricalAccuracy"}, {"config", {{"k", "five"}}}}); },
-              ThrowsMessage<ValueError>(HasSubstr("Metric::from_config: bad config for TopKCategoricalAccuracy")));
+              ThrowsMessage<ValueError>(HasSubstr(
+                  "TopKCategoricalAccuracy: config key 'k': expected an integer, got \"five\" (a string)")));
   const nlohmann::json sorted_ids = {{"class_name", "SparseTopKCategoricalAccuracy"},
                                      {"config", {{"from_sorted_ids", true}}}};
   EXPECT_THAT([&] { Metric::from_config(sorted_ids); },
               ThrowsMessage<ValueError>(
                   HasSubstr("SparseTopKCategoricalAccuracy: from_sorted_ids=true is not supported")));
+}
+
+// Configs are read strictly: a key no metric takes is an error naming the class and the
+// key (with the likely intended one), and Keras's own keys still load.
+TEST(MetricTest, FromConfigRejectsUnexpectedKeys) {
+  EXPECT_THAT([] { Metric::from_config({{"class_name", "BinaryAccuracy"}, {"config", {{"treshold", 0.7}}}}); },
+              ThrowsMessage<ValueError>(
+                  Eq("BinaryAccuracy: unexpected config key 'treshold' (did you mean 'threshold'?)")));
+  EXPECT_THAT([] { Metric::from_config({{"class_name", "Mean"}, {"config", {{"color", "red"}}}}); },
+              ThrowsMessage<ValueError>(Eq("Mean: unexpected config key 'color'")));
+  EXPECT_THAT([] { Metric::from_config({{"class_name", "BinaryAccuracy"}, {"config", {{"threshold", "half"}}}}); },
+              ThrowsMessage<ValueError>(
+                  Eq("BinaryAccuracy: config key 'threshold': expected a number, got \"half\" (a string)")));
+  EXPECT_THAT([] { Metric::from_config({{"class_name", "Mean"}, {"config", {}}, {"modul", "keras.metrics"}}); },
+              ThrowsMessage<ValueError>(
+                  Eq("Metric::from_config: unexpected config key 'modul' (did you mean 'module'?)")));
+  // As Keras 3 serialises a metric: its dtype and the outer module keys are accepted.
+  const auto keras = Metric::from_config(nlohmann::json::parse(R"({"module": "keras.metrics",
+      "class_name": "BinaryAccuracy", "registered_name": null,
+      "config": {"name": "acc", "dtype": "float32", "threshold": 0.25}})"));
+  EXPECT_EQ(keras->name(), "acc");
+  EXPECT_EQ(keras->get_config()["threshold"], 0.25);
 }
 
 }  // namespace

@@ -244,12 +244,33 @@ TEST_F(DamagedCheckpointTest, FunctionalNodeIndicesAreChecked) {
               ThrowsMessage<ValueError>(HasSubstr(config + ": config.outputs: expected a ref, a list or a dict, found \"dense_1\"")));
 }
 
+// check_saved_model is load_model's checks without the weights: it accepts what
+// load_model accepts and refuses what it refuses, with the same message.
+TEST_F(DamagedCheckpointTest, CheckSavedModelRunsLoadModelsChecks) {
+  check_saved_model(ckpt());
+  const nlohmann::json original = read("config.json");
+  const std::string config = file("config.json");
+  write("config.json", "[1,2,3]");
+  const std::string array = config + ": expected an object with \"class_name\" and \"config\", found array";
+  EXPECT_THAT([&] { load_model(ckpt()); }, ThrowsMessage<IOError>(HasSubstr(array)));
+  EXPECT_THAT([&] { check_saved_model(ckpt()); }, ThrowsMessage<IOError>(HasSubstr(array)));
+  // The compile config is read strictly too.
+  edit_config([&](nlohmann::json& c) {
+    c = original;
+    c["compile_config"]["optimizer"]["config"]["learning_rat"] = 0.1;
+  });
+  const std::string typo = "unexpected config key 'learning_rat' (did you mean 'learning_rate'?)";
+  EXPECT_THAT([&] { load_model(ckpt()); }, ThrowsMessage<ValueError>(HasSubstr(typo)));
+  EXPECT_THAT([&] { check_saved_model(ckpt()); }, ThrowsMessage<ValueError>(HasSubstr(config + ": compile_config")));
+  EXPECT_THAT([&] { check_saved_model(ckpt()); }, ThrowsMessage<ValueError>(HasSubstr(typo)));
+}
+
 TEST_F(DamagedCheckpointTest, LayerConfigsCheckTypesAndRanges) {
   const std::string config = file("config.json");
   edit_config([](nlohmann::json& c) { c["config"]["layers"][1]["config"]["units"] = 10.7; });
   EXPECT_THAT([&] { load_model(ckpt()); },
-              ThrowsMessage<ValueError>(HasSubstr(config + ": config.layers[1]: Dense.from_config: unexpected value for "
-                                                           "'units': 10.7, expected an integer (layer 'dense')")));
+              ThrowsMessage<ValueError>(HasSubstr(config + ": config.layers[1]: Dense: config key 'units': expected an "
+                                                           "integer, got 10.7 (a float)")));
   // A config may not make the model allocate more bytes of weights than the weights file
   // holds (a fuzzer editing config.json would trip libFuzzer's malloc limit otherwise).
   const auto bytes = std::filesystem::file_size(ckpt() / "model.weights.safetensors");
@@ -267,8 +288,8 @@ TEST_F(DamagedCheckpointTest, LayerConfigsCheckTypesAndRanges) {
     c["config"]["layers"][0]["config"]["batch_shape"] = {nullptr, 4.5};
   });
   EXPECT_THAT([&] { load_model(ckpt()); },
-              ThrowsMessage<ValueError>(HasSubstr(config + ": config.layers[0]: InputLayer.from_config: unexpected value for "
-                                                           "'batch_shape': [null,4.5], expected [null, integers...]")));
+              ThrowsMessage<ValueError>(HasSubstr(config + ": config.layers[0]: InputLayer: config key 'batch_shape': "
+                                                           "expected a list of integers or nulls, got [null,4.5] (a list)")));
 }
 
 TEST_F(DamagedCheckpointTest, ANegativeLearningRateIsRefused) {

@@ -4,16 +4,19 @@
 #include "chorus/optimizers/optimizer.h"
 
 #include <cmath>
+#include <set>
 
 #include "chorus/autograd/tape.h"
 #include "chorus/core/shared.h"
 #include "chorus/optimizers/optimizers.h"
 #include "tests/optimizers/optimizer_test_util.h"
+#include "tests/testing/registry_coverage.h"
 
 namespace chorus::optimizers {
 namespace {
 
 using autograd::Variable;
+using ::testing::Eq;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 using testing::tensor_of;
@@ -232,23 +235,29 @@ TEST(OptimizerTest, SharedHandleTakesAnOptimizerOrAName) {
 }
 
 // to_config -> from_config -> to_config is the identity, and both optimizers step alike.
-void expect_config_round_trip(const Optimizer& optimizer) {
+// Returns the class name, so the test can check that every registered class has a case.
+std::string expect_config_round_trip(const Optimizer& optimizer) {
   const nlohmann::json config = optimizer.to_config();
   const std::shared_ptr<Optimizer> copy = Optimizer::from_config(config);
   EXPECT_EQ(copy->to_config(), config);
   EXPECT_EQ(copy->class_name(), optimizer.class_name());
+  return optimizer.class_name();
 }
 
 TEST(OptimizerTest, ConfigRoundTrips) {
-  expect_config_round_trip(SGD({.learning_rate = 0.3, .momentum = 0.5, .nesterov = true, .clipnorm = 2.0}));
-  expect_config_round_trip(Adam({.learning_rate = schedules::PolynomialDecay(0.1, 100, 0.0, 2.0, true),
+  std::set<std::string> covered;
+  covered.insert(expect_config_round_trip(SGD({.learning_rate = 0.3, .momentum = 0.5, .nesterov = true, .clipnorm = 2.0})));
+  covered.insert(expect_config_round_trip(Adam({.learning_rate = schedules::PolynomialDecay(0.1, 100, 0.0, 2.0, true),
                                  .beta_1 = 0.8,
                                  .amsgrad = true,
-                                 .global_clipnorm = 1.0}));
-  expect_config_round_trip(AdamW({.learning_rate = 0.01, .weight_decay = 0.1, .clipvalue = 0.5}));
-  expect_config_round_trip(Adagrad({.learning_rate = schedules::LinearWarmup(10, schedules::CosineDecay(0.2, 50)),
-                                    .initial_accumulator_value = 0.2}));
-  expect_config_round_trip(RMSprop({.rho = 0.7, .momentum = 0.1, .centered = true, .weight_decay = 0.01}));
+                                 .global_clipnorm = 1.0})));
+  covered.insert(expect_config_round_trip(AdamW({.learning_rate = 0.01, .weight_decay = 0.1, .clipvalue = 0.5})));
+  covered.insert(expect_config_round_trip(
+      Adagrad({.learning_rate = schedules::LinearWarmup(10, schedules::CosineDecay(0.2, 50)),
+               .initial_accumulator_value = 0.2})));
+  covered.insert(
+      expect_config_round_trip(RMSprop({.rho = 0.7, .momentum = 0.1, .centered = true, .weight_decay = 0.01})));
+  testing::expect_registry_covered(registered_optimizers(), covered, {"UserAdam"});
 }
 
 TEST(OptimizerTest, ConfigHasKerasKeys) {
@@ -283,9 +292,19 @@ TEST(OptimizerTest, FromConfigErrors) {
   EXPECT_THAT([] { Optimizer::from_config({{"config", nlohmann::json::object()}}); },
               ThrowsMessage<ValueError>(HasSubstr("Optimizer::from_config: config is missing 'class_name'")));
   EXPECT_THAT([] { Optimizer::from_config({{"class_name", "Adam"}, {"config", {{"beta1", 0.5}}}}); },
-              ThrowsMessage<ValueError>(HasSubstr("Adam: unknown config key 'beta1'")));
+              ThrowsMessage<ValueError>(Eq("Adam: unexpected config key 'beta1' (did you mean 'beta_1'?)")));
+  EXPECT_THAT([] { Optimizer::from_config({{"class_name", "Adagrad"}, {"config", {{"nesterov", true}}}}); },
+              ThrowsMessage<ValueError>(Eq("Adagrad: unexpected config key 'nesterov'")));
   EXPECT_THAT([] { Optimizer::from_config({{"class_name", "SGD"}, {"config", {{"momentum", "high"}}}}); },
-              ThrowsMessage<ValueError>(HasSubstr("SGD: config key 'momentum': expected a number, got \"high\"")));
+              ThrowsMessage<ValueError>(Eq("SGD: config key 'momentum': expected a number, got \"high\" (a string)")));
+  // The base keys every optimizer shares are read by one helper, with the same checks.
+  EXPECT_THAT([] { Optimizer::from_config({{"class_name", "RMSprop"}, {"config", {{"clipnorm", "one"}}}}); },
+              ThrowsMessage<ValueError>(Eq("RMSprop: config key 'clipnorm': expected a number, got \"one\" (a string)")));
+  EXPECT_THAT([] { Optimizer::from_config({{"class_name", "SGD"}, {"config", {{"global_clip_norm", 1.0}}}}); },
+              ThrowsMessage<ValueError>(
+                  Eq("SGD: unexpected config key 'global_clip_norm' (did you mean 'global_clipnorm'?)")));
+  EXPECT_THAT([] { Optimizer::from_config({{"class_name", "Adam"}, {"config", {{"loss_scale_factor", 128}}}}); },
+              ThrowsMessage<ValueError>(Eq("Adam: loss_scale_factor=128 is not supported")));
   EXPECT_THAT([] { Optimizer::from_config({{"class_name", "Adam"}, {"config", {{"use_ema", true}}}}); },
               ThrowsMessage<ValueError>(HasSubstr("Adam: use_ema=true is not supported")));
   EXPECT_THAT([] { Optimizer::from_config({{"class_name", "AdamW"}, {"config", {{"weight_decay", nullptr}}}}); },

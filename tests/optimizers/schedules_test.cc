@@ -5,15 +5,18 @@
 
 #include <cmath>
 #include <numbers>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "chorus/core/error.h"
+#include "tests/testing/registry_coverage.h"
 
 namespace chorus::optimizers::schedules {
 namespace {
 
+using ::testing::Eq;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
@@ -107,12 +110,15 @@ TEST(ScheduleTest, ConfigsRoundTrip) {
       std::make_shared<LinearWarmup>(5, PolynomialDecay(0.1, 10), 0.01),
       std::make_shared<LinearWarmup>(5, 0.3),
   };
+  std::set<std::string> covered;
   for (const auto& schedule : schedules) {
     const nlohmann::json config = schedule->get_config();
     const auto copy = schedule_from_config(config);
     EXPECT_EQ(copy->get_config(), config);
     for (const int64_t step : {0, 3, 7, 15, 150}) EXPECT_EQ((*copy)(step), (*schedule)(step)) << config.dump();
+    covered.insert(config["class_name"].get<std::string>());
   }
+  testing::expect_registry_covered(registered_schedules(), covered, {"UserHalving"});
 }
 
 TEST(ScheduleTest, ConfigHasKerasKeys) {
@@ -166,13 +172,19 @@ TEST(ScheduleTest, FromConfigErrors) {
         schedule_from_config({{"class_name", "PolynomialDecay"},
                               {"config", {{"initial_learning_rate", 0.1}, {"decay_steps", 10}, {"warmup", 3}}}});
       },
-      ThrowsMessage<ValueError>(HasSubstr("PolynomialDecay: unknown config key 'warmup'")));
+      ThrowsMessage<ValueError>(Eq("PolynomialDecay: unexpected config key 'warmup'")));
+  EXPECT_THAT(
+      [] {
+        schedule_from_config(
+            {{"class_name", "CosineDecay"}, {"config", {{"initial_learning_rate", 0.1}, {"decay_steps", 10}, {"alpah", 0.1}}}});
+      },
+      ThrowsMessage<ValueError>(Eq("CosineDecay: unexpected config key 'alpah' (did you mean 'alpha'?)")));
   EXPECT_THAT(
       [] {
         schedule_from_config(
             {{"class_name", "CosineDecay"}, {"config", {{"initial_learning_rate", 0.1}, {"decay_steps", 10.5}}}});
       },
-      ThrowsMessage<ValueError>(HasSubstr("CosineDecay: config key 'decay_steps': expected an integer, got 10.5")));
+      ThrowsMessage<ValueError>(Eq("CosineDecay: config key 'decay_steps': expected an integer, got 10.5 (a float)")));
   EXPECT_THAT([] { schedule_from_config(nlohmann::json::array()); },
               ThrowsMessage<ValueError>(HasSubstr("schedule_from_config: expected a config object, got []")));
 }

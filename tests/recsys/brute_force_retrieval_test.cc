@@ -266,7 +266,7 @@ TEST(BruteForceRetrievalTest, Config) {
   EXPECT_FALSE(rebuilt->has_candidates());
   EXPECT_EQ(BruteForceRetrieval::from_config({{"name", "d"}})->k(), 10);
   EXPECT_THAT([] { BruteForceRetrieval::from_config({{"k", "ten"}}); },
-              ThrowsMessage<ValueError>(HasSubstr("BruteForceRetrieval.from_config: unexpected value for 'k'")));
+              ThrowsMessage<ValueError>(HasSubstr("BruteForceRetrieval: config key 'k': expected an integer")));
   EXPECT_THAT([] { BruteForceRetrieval::from_config({{"k", 0}, {"name", "z"}}); },
               ThrowsMessage<ValueError>(HasSubstr("z: expected k >= 1, got 0")));
 }

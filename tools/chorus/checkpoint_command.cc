@@ -1,7 +1,8 @@
 // `chorus checkpoint inspect PATH`: what a saved model, a weights file or a backup
 // directory holds — each file's size, each backup's epoch and batch — and the
 // temporaries that crashed saves left beside it (removed by the next save of the same
-// target unless their process still runs).
+// target unless their process still runs). A saved model is first put through
+// load_model's checks (check_saved_model): an invalid one fails with load_model's message.
 #include <algorithm>
 #include <filesystem>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "chorus/callbacks/backup_files.h"
 #include "chorus/core/error.h"
 #include "chorus/io/atomic_file.h"
+#include "chorus/models/model.h"
 #include "tools/chorus/commands.h"
 
 namespace chorus::cli {
@@ -50,8 +52,14 @@ void inspect(const fs::path& path) {
   } else if (!callbacks::list_backups(path).empty()) {
     fmt::print("{}: BackupAndRestore backups, newest first\n", path.string());
     print_backups(path);
+  } else if (fs::exists(path / "state.json") || fs::exists(path / "config.json")) {
+    // Called a saved model only when load_model would accept it; otherwise the error
+    // names the file that is invalid.
+    models::check_saved_model(path);
+    fmt::print("{}: a saved model\n", path.string());
+    print_files(path, "  ");
   } else {
-    fmt::print("{}: {}\n", path.string(), fs::exists(path / "state.json") ? "a saved model" : "a directory");
+    fmt::print("{}: a directory\n", path.string());
     print_files(path, "  ");
   }
   const fs::path beside = path.parent_path().empty() ? fs::path(".") : path.parent_path();

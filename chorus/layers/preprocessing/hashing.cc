@@ -92,28 +92,26 @@ nlohmann::json Hashing::get_config() const {
 }
 
 std::shared_ptr<Hashing> Hashing::from_config(const nlohmann::json& config) {
-  constexpr const char* kClass = "Hashing";
+  ConfigReader r("Hashing", config);
   HashingOptions options;
-  options.salt = detail::salt_from_json(config.value("salt", nlohmann::json()), kClass);
-  if (auto it = config.find("mask_value"); it != config.end() && !it->is_null()) {
-    if (it->is_string()) {
-      options.mask_value = it->get<std::string>();
-    } else if (it->is_number_integer()) {
-      options.mask_value = it->get<int64_t>();
+  options.salt = detail::salt_from_config(r);
+  if (const nlohmann::json* mask = r.find("mask_value"); mask != nullptr && !mask->is_null()) {
+    if (mask->is_string()) {
+      options.mask_value = mask->get<std::string>();
+    } else if (mask->is_number_integer()) {
+      options.mask_value = mask->get<int64_t>();
     } else {
-      throw_error<ValueError>("Hashing.from_config: expected a string or integer mask_value. Received: {}", it->dump());
+      r.wrong_type("mask_value", "a string or an integer");
     }
   }
-  options.output_mode =
-      parse_output_mode(detail::config_value<std::string>(config, kClass, "output_mode", "int"), kClass);
-  if (detail::config_value<bool>(config, kClass, "sparse", false)) {
+  options.output_mode = parse_output_mode(r.string("output_mode", "int"), "Hashing");
+  if (r.boolean("sparse", false)) {
     throw_error<ValueError>("Hashing: sparse outputs are not supported (chorus has no SparseTensor). Received: "
                             "sparse=true");
   }
-  options.name = detail::config_name(config);
-  auto layer =
-      std::make_shared<Hashing>(detail::config_value<int64_t>(config, kClass, "num_bins", 0), std::move(options));
-  detail::apply_base_config(*layer, config);
+  options.name = detail::config_name(r);
+  auto layer = std::make_shared<Hashing>(r.integer("num_bins", 0), std::move(options));
+  detail::finish_config(*layer, r);
   return layer;
 }
 

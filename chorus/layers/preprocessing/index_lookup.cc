@@ -468,33 +468,31 @@ nlohmann::json IndexLookup<Token>::get_config() const {
 }
 
 template <class Token>
-detail::IndexLookupConfig<Token> IndexLookup<Token>::config_from_json(const nlohmann::json& json,
-                                                                      const char* class_name, Token default_oov) {
-  using detail::config_value;
+detail::IndexLookupConfig<Token> IndexLookup<Token>::config_from_json(ConfigReader& r, Token default_oov) {
+  const std::string& class_name = r.owner();
   detail::IndexLookupConfig<Token> c;
-  c.max_tokens = detail::optional_value<int64_t>(json, class_name, "max_tokens");
-  c.num_oov_indices = config_value<int64_t>(json, class_name, "num_oov_indices", 1);
-  c.mask_token = detail::optional_value<Token>(json, class_name, "mask_token");
-  c.oov_token = config_value<Token>(json, class_name, "oov_token", std::move(default_oov));
-  c.vocabulary = config_value<std::vector<Token>>(json, class_name, "vocabulary", {});
-  c.idf_weights = config_value<std::vector<float>>(json, class_name, "idf_weights", {});
-  c.invert = config_value<bool>(json, class_name, "invert", false);
-  c.output_mode = parse_output_mode(config_value<std::string>(json, class_name, "output_mode", "int"), class_name);
-  c.pad_to_max_tokens = config_value<bool>(json, class_name, "pad_to_max_tokens", false);
-  const std::string oov_method = config_value<std::string>(json, class_name, "oov_method", "floormod");
+  c.max_tokens = r.optional<int64_t>("max_tokens");
+  c.num_oov_indices = r.integer("num_oov_indices", 1);
+  c.mask_token = r.optional<Token>("mask_token");
+  c.oov_token = r.value<Token>("oov_token", std::move(default_oov));
+  c.vocabulary = r.value<std::vector<Token>>("vocabulary", {});
+  c.idf_weights = r.value<std::vector<float>>("idf_weights", {});
+  c.invert = r.boolean("invert", false);
+  c.output_mode = parse_output_mode(r.string("output_mode", "int"), class_name.c_str());
+  c.pad_to_max_tokens = r.boolean("pad_to_max_tokens", false);
+  const std::string oov_method = r.string("oov_method", "floormod");
   if (oov_method != "floormod" && oov_method != "farmhash") {
     throw_error<ValueError>("{}: unknown oov_method '{}'; expected floormod or farmhash", class_name, oov_method);
   }
   c.oov_method = oov_method == "farmhash" ? OovMethod::kFarmHash : OovMethod::kFloorMod;
-  c.salt = detail::salt_from_json(json.value("salt", nlohmann::json()), class_name);
-  if (config_value<bool>(json, class_name, "sparse", false)) {
+  c.salt = detail::salt_from_config(r);
+  if (r.boolean("sparse", false)) {
     throw_error<ValueError>("{}: sparse outputs are not supported (chorus has no SparseTensor). Received: sparse=true",
                             class_name);
   }
-  if (json.contains("has_input_vocabulary")) {
-    c.has_input_vocabulary = config_value<bool>(json, class_name, "has_input_vocabulary", false);
-  }
-  c.name = detail::config_name(json);
+  if (r.has("has_input_vocabulary")) c.has_input_vocabulary = r.boolean("has_input_vocabulary", false);
+  r.accept({"vocabulary_size"});  // derived from the vocabulary
+  c.name = detail::config_name(r);
   return c;
 }
 

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chorus/core/config_reader.h"
 #include "chorus/data/dataset.h"
 #include "chorus/layers/layer.h"
 #include "chorus/layers/preprocessing/categorical_encoding.h"
@@ -115,8 +116,7 @@ class IndexLookup : public Layer {
   // The options stored by get_config() (the shared keys; "vocabulary" holds the current
   // vocabulary with its special tokens, so an adapted layer saves what it learned);
   // `default_oov` where the config has no oov_token.
-  static detail::IndexLookupConfig<Token> config_from_json(const nlohmann::json& config, const char* class_name,
-                                                           Token default_oov);
+  static detail::IndexLookupConfig<Token> config_from_json(ConfigReader& config, Token default_oov);
 
  private:
   struct Table;    // the vocabulary as call() reads it (index_lookup.cc)

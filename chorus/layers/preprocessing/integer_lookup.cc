@@ -18,14 +18,15 @@ nlohmann::json IntegerLookup::get_config() const {
 }
 
 std::shared_ptr<IntegerLookup> IntegerLookup::from_config(const nlohmann::json& config) {
-  const std::string dtype = detail::config_value<std::string>(config, "IntegerLookup", "vocabulary_dtype", "int64");
+  ConfigReader r("IntegerLookup", config);
+  const std::string dtype = r.string("vocabulary_dtype", "int64");
   if (dtype != "int64") {
     throw_error<ValueError>("IntegerLookup: only vocabulary_dtype int64 is supported. Received: vocabulary_dtype={}",
                             dtype);
   }
-  auto c = config_from_json(config, "IntegerLookup", -1);
+  auto c = config_from_json(r, -1);
   auto layer = std::shared_ptr<IntegerLookup>(new IntegerLookup(detail::FullConfig{}, std::move(c)));
-  detail::apply_base_config(*layer, config);
+  detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -275,21 +275,23 @@ nlohmann::json Normalization::get_config() const {
 }
 
 std::shared_ptr<Normalization> Normalization::from_config(const nlohmann::json& config) {
-  constexpr const char* kClass = "Normalization";
+  ConfigReader r("Normalization", config);
   NormalizationOptions options;
-  if (auto it = config.find("axis"); it != config.end()) {
-    options.axis = it->is_null() ? std::vector<int>{}
-                   : it->is_array() ? detail::config_value<std::vector<int>>(config, kClass, "axis", {})
-                                    : std::vector<int>{detail::config_value<int>(config, kClass, "axis", -1)};
+  if (const nlohmann::json* axis = r.find("axis")) {
+    options.axis = axis->is_null()    ? std::vector<int>{}
+                   : axis->is_array() ? r.value<std::vector<int>>("axis", {})
+                                      : std::vector<int>{r.value<int>("axis", -1)};
   }
-  options.invert = detail::config_value<bool>(config, kClass, "invert", false);
-  if (config.contains("mean") && !config["mean"].is_null()) options.mean = from_nested(config["mean"], "mean");
-  if (config.contains("variance") && !config["variance"].is_null()) {
-    options.variance = from_nested(config["variance"], "variance");
+  options.invert = r.boolean("invert", false);
+  if (const nlohmann::json* mean = r.find("mean"); mean != nullptr && !mean->is_null()) {
+    options.mean = from_nested(*mean, "mean");
   }
-  options.name = detail::config_name(config);
+  if (const nlohmann::json* variance = r.find("variance"); variance != nullptr && !variance->is_null()) {
+    options.variance = from_nested(*variance, "variance");
+  }
+  options.name = detail::config_name(r);
   auto layer = std::make_shared<Normalization>(std::move(options));
-  detail::apply_base_config(*layer, config);
+  detail::finish_config(*layer, r);
   return layer;
 }
 

@@ -39,24 +39,17 @@ inline int64_t for_each_batch(const data::Dataset& data, std::optional<int64_t> 
   return count;
 }
 
-// config[key] as T, or nullopt when the key is absent or null (Keras's None). Throws
-// ValueError naming the class and key for a value of the wrong JSON type.
-template <class T>
-std::optional<T> optional_value(const nlohmann::json& config, const char* class_name, const char* key) {
-  auto it = config.find(key);
-  if (it == config.end() || it->is_null()) return std::nullopt;
-  return config_value<T>(config, class_name, key, T{});
-}
-
 // Keras's salt: null, one integer (used for both key words) or a list of two.
-inline std::optional<text::SipHashKey> salt_from_json(const nlohmann::json& value, const char* class_name) {
-  if (value.is_null()) return std::nullopt;
+inline std::optional<text::SipHashKey> salt_from_config(ConfigReader& config) {
+  const nlohmann::json* found = config.find("salt");
+  if (found == nullptr || found->is_null()) return std::nullopt;
+  const nlohmann::json& value = *found;
   if (value.is_number_integer()) return text::SipHashKey{value.get<uint64_t>(), value.get<uint64_t>()};
   if (value.is_array() && value.size() == 2 && value[0].is_number_integer() && value[1].is_number_integer()) {
     return text::SipHashKey{value[0].get<uint64_t>(), value[1].get<uint64_t>()};
   }
   throw_error<ValueError>("{}: the salt can only be a list of 2 integers or a single integer. Received: salt={}",
-                          class_name, value.dump());
+                          config.owner(), value.dump());
 }
 
 inline nlohmann::json salt_to_json(const std::optional<text::SipHashKey>& salt) {

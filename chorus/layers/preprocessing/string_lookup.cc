@@ -18,13 +18,14 @@ nlohmann::json StringLookup::get_config() const {
 }
 
 std::shared_ptr<StringLookup> StringLookup::from_config(const nlohmann::json& config) {
-  const std::string encoding = detail::config_value<std::string>(config, "StringLookup", "encoding", "utf-8");
+  ConfigReader r("StringLookup", config);
+  const std::string encoding = r.string("encoding", "utf-8");
   if (encoding != "utf-8") {
     throw_error<ValueError>("StringLookup: only the utf-8 encoding is supported. Received: encoding={}", encoding);
   }
-  auto c = config_from_json(config, "StringLookup", "[UNK]");
+  auto c = config_from_json(r, "[UNK]");
   auto layer = std::shared_ptr<StringLookup>(new StringLookup(detail::FullConfig{}, std::move(c)));
-  detail::apply_base_config(*layer, config);
+  detail::finish_config(*layer, r);
   return layer;
 }
 

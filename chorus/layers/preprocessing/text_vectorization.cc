@@ -258,41 +258,38 @@ nlohmann::json TextVectorization::get_config() const {
 
 std::shared_ptr<TextVectorization> TextVectorization::from_config(const nlohmann::json& config) {
   constexpr const char* kClass = "TextVectorization";
-  using detail::config_value;
+  ConfigReader r(kClass, config);
   TextVectorizationOptions o;
-  o.max_tokens = detail::optional_value<int64_t>(config, kClass, "max_tokens");
-  if (config.contains("standardize")) {
-    o.standardize = enum_from_json(config["standardize"], kStandardizeNames, "standardize");
+  o.max_tokens = r.optional<int64_t>("max_tokens");
+  if (const nlohmann::json* standardize = r.find("standardize")) {
+    o.standardize = enum_from_json(*standardize, kStandardizeNames, "standardize");
   }
-  if (config.contains("split")) o.split = enum_from_json(config["split"], kSplitNames, "split");
-  if (auto it = config.find("ngrams"); it != config.end() && !it->is_null()) {
-    if (it->is_number_integer()) {  // Keras's ngrams=N: widths 1..N
-      for (int n = 1; n <= it->get<int>(); ++n) o.ngrams.push_back(n);
-    } else {
-      o.ngrams = config_value<std::vector<int>>(config, kClass, "ngrams", {});
-    }
+  if (const nlohmann::json* split = r.find("split")) o.split = enum_from_json(*split, kSplitNames, "split");
+  if (const nlohmann::json* ngrams = r.find("ngrams"); ngrams != nullptr && ngrams->is_number_integer()) {
+    for (int n = 1; n <= r.value<int>("ngrams", 0); ++n) o.ngrams.push_back(n);  // Keras's ngrams=N: widths 1..N
+  } else {
+    o.ngrams = r.value<std::vector<int>>("ngrams", {});
   }
-  o.output_mode = parse_output_mode(config_value<std::string>(config, kClass, "output_mode", "int"), kClass);
-  o.output_sequence_length = detail::optional_value<int64_t>(config, kClass, "output_sequence_length");
-  o.pad_to_max_tokens = config_value<bool>(config, kClass, "pad_to_max_tokens", false);
-  o.vocabulary = config_value<std::vector<std::string>>(config, kClass, "vocabulary", {});
-  o.idf_weights = config_value<std::vector<float>>(config, kClass, "idf_weights", {});
-  o.ragged = config_value<bool>(config, kClass, "ragged", false);
-  if (config_value<bool>(config, kClass, "sparse", false)) {
+  o.output_mode = parse_output_mode(r.string("output_mode", "int"), kClass);
+  o.output_sequence_length = r.optional<int64_t>("output_sequence_length");
+  o.pad_to_max_tokens = r.boolean("pad_to_max_tokens", false);
+  o.vocabulary = r.value<std::vector<std::string>>("vocabulary", {});
+  o.idf_weights = r.value<std::vector<float>>("idf_weights", {});
+  o.ragged = r.boolean("ragged", false);
+  if (r.boolean("sparse", false)) {
     throw_error<ValueError>("TextVectorization: sparse outputs are not supported (chorus has no SparseTensor). "
                             "Received: sparse=true");
   }
-  const std::string encoding = config_value<std::string>(config, kClass, "encoding", "utf-8");
+  const std::string encoding = r.string("encoding", "utf-8");
   if (encoding != "utf-8") {
     throw_error<ValueError>("TextVectorization: only the utf-8 encoding is supported. Received: encoding={}", encoding);
   }
-  o.name = detail::config_name(config);
+  o.name = detail::config_name(r);
   std::optional<bool> has_input_vocabulary;
-  if (config.contains("has_input_vocabulary")) {
-    has_input_vocabulary = config_value<bool>(config, kClass, "has_input_vocabulary", false);
-  }
+  if (r.has("has_input_vocabulary")) has_input_vocabulary = r.boolean("has_input_vocabulary", false);
+  r.accept({"vocabulary_size"});  // derived from the vocabulary
   auto layer = std::shared_ptr<TextVectorization>(new TextVectorization(std::move(o), has_input_vocabulary));
-  detail::apply_base_config(*layer, config);
+  detail::finish_config(*layer, r);
   return layer;
 }
 

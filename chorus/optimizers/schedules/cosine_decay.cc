@@ -4,8 +4,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "chorus/core/config_reader.h"
 #include "chorus/core/error.h"
-#include "chorus/optimizers/config_reader.h"
 
 namespace chorus::optimizers::schedules {
 

@@ -1,7 +1,8 @@
 #include "chorus/optimizers/schedules/linear_warmup.h"
 
+#include "chorus/core/config_reader.h"
 #include "chorus/core/error.h"
-#include "chorus/optimizers/config_reader.h"
+#include "chorus/optimizers/schedules/schedule_from_config.h"
 
 namespace chorus::optimizers::schedules {
 
@@ -30,7 +31,7 @@ LinearWarmup LinearWarmup::from_config(const nlohmann::json& config) {
   ConfigReader reader("LinearWarmup", config);
   reader.string("name", "");
   reader.require({"warmup_steps", "after"});
-  LinearWarmup schedule(reader.integer("warmup_steps", 0), reader.learning_rate("after", 0),
+  LinearWarmup schedule(reader.integer("warmup_steps", 0), *read_learning_rate(reader, "after"),
                         reader.number("initial_learning_rate", 0.0));
   reader.finish();
   return schedule;

@@ -4,8 +4,8 @@
 
 #include <fmt/ranges.h>
 
+#include "chorus/core/config_reader.h"
 #include "chorus/core/error.h"
-#include "chorus/optimizers/config_reader.h"
 
 namespace chorus::optimizers::schedules {
 
@@ -37,9 +37,8 @@ PiecewiseConstantDecay PiecewiseConstantDecay::from_config(const nlohmann::json&
   ConfigReader reader("PiecewiseConstantDecay", config);
   reader.string("name", "");
   reader.require({"boundaries", "values"});
-  std::vector<int64_t> boundaries;
-  for (const double b : reader.numbers("boundaries")) boundaries.push_back(static_cast<int64_t>(b));
-  PiecewiseConstantDecay schedule(std::move(boundaries), reader.numbers("values"));
+  PiecewiseConstantDecay schedule(reader.value<std::vector<int64_t>>("boundaries", {}),
+                                  reader.value<std::vector<double>>("values", {}));
   reader.finish();
   return schedule;
 }

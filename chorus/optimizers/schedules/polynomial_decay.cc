@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "chorus/core/config_reader.h"
 #include "chorus/core/error.h"
-#include "chorus/optimizers/config_reader.h"
 
 namespace chorus::optimizers::schedules {
 

@@ -3,7 +3,6 @@
 #include <string>
 
 #include "chorus/core/error.h"
-#include "chorus/optimizers/config_reader.h"
 #include "chorus/optimizers/schedules/cosine_decay.h"
 #include "chorus/optimizers/schedules/exponential_decay.h"
 #include "chorus/optimizers/schedules/linear_warmup.h"
@@ -32,19 +31,29 @@ Registry<const LearningRateSchedule>& registry() {
 
 }  // namespace
 
+std::optional<LearningRate> read_learning_rate(ConfigReader& reader, const std::string& key) {
+  const nlohmann::json* value = reader.find(key);
+  if (value == nullptr) return std::nullopt;
+  if (value->is_number()) {
+    // A negative rate would climb the loss; Keras's optimizers refuse it too.
+    if (value->get<double>() < 0) {
+      throw_error<ValueError>("{}: config key '{}': expected a learning rate >= 0, got {}", reader.owner(), key,
+                              value->dump());
+    }
+    return LearningRate(value->get<double>());
+  }
+  if (value->is_object()) return LearningRate(schedule_from_config(*value));
+  reader.wrong_type(key, "a number or a schedule config");
+}
+
 std::shared_ptr<const LearningRateSchedule> schedule_from_config(const nlohmann::json& config) {
-  ConfigReader reader("schedule_from_config", config);
-  reader.require({"class_name", "config"});
-  const std::string class_name = reader.string("class_name", "");
-  reader.string("module", "");
-  reader.string("registered_name", "");
-  const nlohmann::json& inner = reader.raw("config");
-  reader.finish();
-  return registry().make("schedule_from_config", class_name, inner);
+  return registry().from_config("schedule_from_config", config);
 }
 
 void register_schedule(std::string class_name, Registry<const LearningRateSchedule>::Factory factory) {
   registry().add("register_schedule", std::move(class_name), std::move(factory));
 }
+
+std::vector<std::string> registered_schedules() { return registry().names(); }
 
 }  // namespace chorus::optimizers::schedules

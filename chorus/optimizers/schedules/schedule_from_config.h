@@ -3,10 +3,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "chorus/core/config_reader.h"
 #include "chorus/core/registry.h"
 #include "chorus/optimizers/learning_rate.h"
 
@@ -22,5 +25,12 @@ std::shared_ptr<const LearningRateSchedule> schedule_from_config(const nlohmann:
 // using it is rebuilt by load_model): `factory` receives its get_config(). Registering a
 // name again replaces it. Throws ValueError for an empty name or factory.
 void register_schedule(std::string class_name, Registry<const LearningRateSchedule>::Factory factory);
+// The registered class names (built-in and the user's), sorted.
+std::vector<std::string> registered_schedules();
+
+// The learning rate at `key` of a config (an optimizer's learning_rate, LinearWarmup's
+// after): a number >= 0 or a schedule's {"class_name", "config"}; nullopt when absent.
+// Throws ValueError naming the reader's owner and the key for anything else.
+std::optional<LearningRate> read_learning_rate(ConfigReader& reader, const std::string& key);
 
 }  // namespace chorus::optimizers::schedules
