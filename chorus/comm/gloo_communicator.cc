@@ -25,8 +25,8 @@ constexpr std::chrono::milliseconds kReportTimeout(400);
 constexpr std::chrono::milliseconds kReportGrace(300);
 
 void report_failure(gloo::rendezvous::Store& store, const std::string& key) {
-  if (auto* tcp = dynamic_cast<BoundedStore*>(&store)) {
-    tcp->set(key, {'1'}, kReportTimeout);
+  if (auto* bounded = dynamic_cast<BoundedStore*>(&store)) {
+    bounded->set(key, {'1'}, kReportTimeout);
   } else {
     store.set(key, {'1'});
   }
@@ -35,7 +35,7 @@ void report_failure(gloo::rendezvous::Store& store, const std::string& key) {
 // False also when the store cannot answer in time.
 bool has_key(gloo::rendezvous::Store& store, const std::string& key) {
   try {
-    if (auto* tcp = dynamic_cast<BoundedStore*>(&store)) return tcp->check({key}, kReportTimeout);
+    if (auto* bounded = dynamic_cast<BoundedStore*>(&store)) return bounded->check({key}, kReportTimeout);
     store.wait({key}, std::chrono::milliseconds(1));
     return true;
   } catch (const std::exception&) {

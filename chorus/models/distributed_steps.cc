@@ -213,12 +213,8 @@ int DistributedSteps::run_replicas(const WorkerInput::Step& input, bool training
   if (replica_metrics_.size() != static_cast<size_t>(runner.num_replicas())) {
     replica_metrics_.clear();
     replica_metrics_.resize(static_cast<size_t>(runner.num_replicas()));
-    replica_metric_views_.assign(replica_metrics_.size(), {});
-    for (size_t r = 0; r < replica_metrics_.size(); ++r) {
-      for (const metrics::Metric* m : merged) {
-        replica_metrics_[r].push_back(m->clone());
-        replica_metric_views_[r].push_back(replica_metrics_[r].back().get());
-      }
+    for (auto& copies : replica_metrics_) {
+      for (const metrics::Metric* m : merged) copies.push_back(m->clone());
     }
   }
   int active = 0;
@@ -231,7 +227,7 @@ int DistributedSteps::run_replicas(const WorkerInput::Step& input, bool training
     active = runner.run(global_rows, own_rows, training, [&](step::ReplicaContext& replica, int64_t begin,
                                                              int64_t end) {
       const int r = replica.replica_id();
-      const step::StepContext context{.replica = &replica, .metrics = replica_metric_views_[static_cast<size_t>(r)]};
+      const step::StepContext context{.replica = &replica, .metrics = replica_metrics_[static_cast<size_t>(r)]};
       const step::StepScope scope(&context);
       step(r, batch.map([&](const Tensor& t) { return t.first_axis_slice(begin, end); }));
     });

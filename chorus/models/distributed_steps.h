@@ -76,7 +76,6 @@ class DistributedSteps final : public StepFunctions {
   bool memory_checked_ = false;  // against CHORUS_DEVICE_MEMORY_LIMIT, at the first train step
   // Per replica: copies of the model's metrics that its steps update (its StepContext's).
   std::vector<std::vector<std::unique_ptr<metrics::Metric>>> replica_metrics_;
-  std::vector<std::vector<metrics::Metric*>> replica_metric_views_;
   // Multi-worker: this worker's metric states (metrics() laid end to end) from the steps
   // not yet merged with the other workers'.
   std::vector<double> unmerged_worker_states_;

@@ -67,7 +67,8 @@ optimizers::Optimizer& Model::optimizer() const {
 std::vector<metrics::Metric*> Model::metrics() const {
   std::vector<metrics::Metric*> out;
   if (const step::StepContext* step = step::StepContext::current(); step != nullptr && !step->metrics.empty()) {
-    return {step->metrics.begin(), step->metrics.end()};
+    for (const auto& m : step->metrics) out.push_back(m.get());
+    return out;
   }
   if (loss_tracker_) out.push_back(loss_tracker_.get());
   for (const auto& m : compiled_metrics_) out.push_back(m.get());

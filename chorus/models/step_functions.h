@@ -5,9 +5,6 @@
 // first use. Used by the thread running fit, evaluate or predict.
 #pragma once
 
-#include <memory>
-#include <vector>
-
 #include "chorus/core/tree.h"
 #include "chorus/models/logs.h"
 #include "chorus/models/worker_input.h"

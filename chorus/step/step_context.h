@@ -5,6 +5,7 @@
 // duration. Not shared between threads; the value outlives the step it describes.
 #pragma once
 
+#include <memory>
 #include <span>
 
 #include "chorus/step/replica_context.h"
@@ -22,7 +23,7 @@ struct StepContext {
   // The metrics this step updates (Model::metrics()): inside a replica, its own copies,
   // merged into the model's after the step (tf.distribute's sync-on-read metrics). Empty:
   // the model's own.
-  std::span<metrics::Metric* const> metrics;
+  std::span<const std::unique_ptr<metrics::Metric>> metrics;
 
   // The step running on the calling thread, or nullptr outside one. Keras's
   // train_step(data) and call(inputs, training) carry no context, so what they call —
