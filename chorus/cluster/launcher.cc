@@ -9,16 +9,19 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <optional>
 #include <random>
+#include <string>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -130,6 +133,21 @@ int bind_loopback(int port) {
 
 }  // namespace
 
+bool claim_loopback_port(int port) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return true;  // no claim can be made: the bind check alone decides
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string name = fmt::format("chorus-loopback-port-{}", port);
+  std::memcpy(address.sun_path + 1, name.data(), name.size());  // sun_path[0] == 0: abstract
+  const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    ::close(fd);
+    return false;
+  }
+  return true;  // fd stays open on purpose: the claim lasts as long as this process
+}
+
 int free_loopback_port() {
   int ephemeral_low = 32768;  // Linux's default, if /proc says nothing
   std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
@@ -137,11 +155,14 @@ int free_loopback_port() {
   thread_local std::mt19937 random(std::random_device{}());  // a generator per thread: no lock
   for (int attempt = 0; low < high && attempt < 100; ++attempt) {
     const int port = std::uniform_int_distribution<int>(low, high)(random);
-    if (bind_loopback(port) == port) return port;
+    if (bind_loopback(port) == port && claim_loopback_port(port)) return port;
   }
-  const int port = bind_loopback(0);
-  if (port < 0) throw_error<Error>("chorus launch: cannot find a free port: {}", std::strerror(errno));
-  return port;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int port = bind_loopback(0);
+    if (port < 0) throw_error<Error>("chorus launch: cannot find a free port: {}", std::strerror(errno));
+    if (claim_loopback_port(port)) return port;
+  }
+  throw Error("chorus launch: cannot find a free port: every port tried is claimed by another chorus process");
 }
 
 namespace {

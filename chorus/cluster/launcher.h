@@ -23,7 +23,14 @@ int launch(const LaunchOptions& options);
 // A loopback TCP port nobody listens on now, for a single-host job's rendezvous. Picked
 // below the kernel's ephemeral range (ip_local_port_range) where it can be: a port from
 // that range may be handed to any socket bound to port 0 or connecting out (Gloo's) before
-// rank 0 binds it. Throws Error if no port can be bound at all.
+// rank 0 binds it. The port is also claimed (claim_loopback_port) for this process's life,
+// so that no other chorus process on this host picks it between the check and rank 0's
+// bind. Throws Error if no port can be bound at all.
 int free_loopback_port();
+
+// Claims `port` among this host's chorus processes until this process exits: true if the
+// claim is now this process's, false if any process (this one included) already holds it.
+// The claim is an abstract Unix socket named for the port, which the kernel drops at exit.
+bool claim_loopback_port(int port);
 
 }  // namespace chorus::cluster

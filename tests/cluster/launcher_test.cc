@@ -9,6 +9,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -186,6 +187,28 @@ TEST(LauncherTest, FreePortsComeFromBelowTheEphemeralRangeAndCanBeListenedOn) {
     EXPECT_EQ(::listen(fd, 1), 0) << port;
     ::close(fd);
   }
+}
+
+// Two tests that each check a port free before their rank 0 binds it could pick the same
+// one (a CI run failed so: one test's workers met the other's store). The claim excludes
+// that between processes on this host and within one, and ends with the process.
+TEST(LauncherTest, AFreePortIsClaimedUntilTheProcessThatPickedItEnds) {
+  const int port = free_loopback_port();
+  EXPECT_FALSE(claim_loopback_port(port)) << "this process already holds " << port;
+  const int other = free_loopback_port();
+  EXPECT_NE(other, port);
+  const auto in_child = [](int port) {
+    const pid_t pid = ::fork();
+    if (pid == 0) ::_exit(claim_loopback_port(port) ? 1 : 0);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 1;
+  };
+  EXPECT_FALSE(in_child(port)) << "another process could claim " << port;
+  int unclaimed = port + 1;
+  while (unclaimed == other) ++unclaimed;
+  ASSERT_TRUE(in_child(unclaimed));
+  EXPECT_TRUE(claim_loopback_port(unclaimed)) << "the child's claim outlived it";
 }
 
 }  // namespace
