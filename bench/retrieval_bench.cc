@@ -16,8 +16,11 @@
 //                (what a sparse gradient would update); one retrieval call.
 //   floor        the step's kernels in sequence on the real batches, with no layers,
 //                tape or optimizer bookkeeping: the unfused step's lower bound.
+//   top_k        BruteForceRetrieval's top 10 for 1,000 queries of 32 dimensions against
+//                1,683 candidates (the tutorial's) and 1M, in ms per 1,000 queries, against
+//                the (1000, N) product alone on oneDNN: the selection's cost above the floor.
 // Usage: retrieval_bench [--data DIR] [--threads N] [--devices N] [--repeats R] [--torch-json FILE]
-//                        [--case tutorial|breakdown|ops|floor]
+//                        [--case tutorial|breakdown|ops|floor|top_k]
 // Single-threaded driver; one JSON line per measurement (bench_util.h emit).
 #include <algorithm>
 #include <chrono>
@@ -395,6 +398,28 @@ void bench_ops(const Args& args, const recipes::RetrievalDatasets& data) {
   bench::emit(record);
 }
 
+void bench_top_k(const Args& args) {
+  for (const int64_t candidates : {int64_t{1683}, int64_t{1000000}}) {
+    Generator gen(11);
+    const Tensor table = normal(Shape{candidates, 32}, gen), queries = normal(Shape{1000, 32}, gen);
+    recsys::BruteForceRetrieval retrieval(10, false);
+    retrieval.update_candidates(table);
+    const int iters = candidates > 100000 ? 1 : 20;
+    const double top_k = bench::median_seconds([&] { retrieval(queries); }, iters, 5, 1);
+    // The product alone, 100 queries at a time (at 1M candidates the whole one is 4 GB).
+    const double product = bench::median_seconds(
+        [&] {
+          for (int64_t q = 0; q < 1000; q += 100) {
+            ops::matmul(queries.first_axis_slice(q, q + 100), table, {.transpose_b = true});
+          }
+        },
+        iters, 5, 1);
+    bench::emit({{"bench", "retrieval"}, {"case", "top_k"}, {"threads", args.threads}, {"queries", 1000},
+                 {"candidates", candidates}, {"dim", 32}, {"k", 10}, {"ms_per_1000_queries", 1e3 * top_k},
+                 {"product_only_ms", 1e3 * product}, {"ratio_to_product", top_k / product}});
+  }
+}
+
 }  // namespace
 }  // namespace chorus
 
@@ -414,6 +439,7 @@ int main(int argc, char** argv) {
     if (args.only.empty() || args.only == "breakdown") bench_breakdown(args, data);
     if (args.only.empty() || args.only == "ops") bench_ops(args, data);
     if (args.only.empty() || args.only == "floor") bench_floor(args, data);
+    if (args.only.empty() || args.only == "top_k") bench_top_k(args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "retrieval_bench: %s\n", e.what());
     return 1;

@@ -5,6 +5,7 @@
 
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/gather_kernels.h"
+#include "chorus/backend/cpu/top_k_kernels.h"
 #include "chorus/core/creation.h"
 #include "chorus/ops/reduce_plan.h"
 #include "chorus/ops/reduction.h"

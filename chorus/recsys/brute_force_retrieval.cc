@@ -1,149 +1,18 @@
 #include "chorus/recsys/brute_force_retrieval.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <limits>
+#include <string>
+#include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "chorus/autograd/tape.h"
-#include "chorus/backend/cpu/parallel.h"
+#include "chorus/backend/cpu/top_k_kernels.h"
 #include "chorus/core/error.h"
 #include "chorus/layers/layer_util.h"
-#include "chorus/ops/matmul.h"
+#include "chorus/ops/sharded_ops.h"
 
 namespace chorus::recsys {
 namespace {
-
-// Query rows per parallel chunk: a row of 1,683 scores takes about 1-2 us.
-constexpr int64_t kRowGrain = 8;
-
-struct Scored {
-  float score;
-  int32_t index;
-};
-
-// Whether `a` ranks before `b`: a higher score first, NaN above every number, and the
-// lower index first among equals (so the result never depends on the scan order). A
-// function object, so the standard algorithms inline it.
-struct RanksBefore {
-  bool operator()(const Scored& a, const Scored& b) const {
-    const bool a_nan = std::isnan(a.score), b_nan = std::isnan(b.score);
-    if (a_nan != b_nan) return a_nan;
-    if (!a_nan && a.score != b.score) return a.score > b.score;
-    return a.index < b.index;
-  }
-};
-
-constexpr int64_t kChunk = 16;
-
-// Four floats as one SSE register (the GCC/Clang vector extension; every x86-64 has SSE):
-// the chunk test and the group maxima run as packed operations. Left to itself the
-// compiler keeps these loops scalar once they are inlined into the selection.
-using Float4 = float __attribute__((vector_size(16)));
-using Int4 = int32_t __attribute__((vector_size(16)));
-
-inline Float4 load4(const float* p) {
-  Float4 x;
-  std::memcpy(&x, p, sizeof x);
-  return x;
-}
-
-// Whether all kChunk scores at p are below t (a NaN is not).
-inline bool all_below(const float* p, float t) {
-  Int4 below = {-1, -1, -1, -1};
-  for (int64_t c = 0; c < kChunk; c += 4) below &= load4(p + c) < t;
-  return (below[0] & below[1] & below[2] & below[3]) != 0;
-}
-inline bool all_below(const bfloat16* p, float t) {
-  for (int64_t j = 0; j < kChunk; ++j) {
-    if (!(static_cast<float>(p[j]) < t)) return false;
-  }
-  return true;
-}
-
-// The largest number in p[0, n), NaNs ignored (-inf if there is none).
-inline float max_ignoring_nan(const float* p, int64_t n) {
-  constexpr float kLowest = -std::numeric_limits<float>::infinity();
-  Float4 m = {kLowest, kLowest, kLowest, kLowest};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const Float4 x = load4(p + i);
-    m = x > m ? x : m;  // a NaN x keeps m
-  }
-  float out = std::max({m[0], m[1], m[2], m[3]});
-  for (; i < n; ++i) out = p[i] > out ? p[i] : out;
-  return out;
-}
-inline float max_ignoring_nan(const bfloat16* p, int64_t n) {
-  float out = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) out = static_cast<float>(p[i]) > out ? static_cast<float>(p[i]) : out;
-  return out;
-}
-
-// A score that the k-th best of row[0, n) is not below (or is a NaN): the smallest of the
-// maxima of k groups of the row, since those k scores all rank at least that high. A
-// score below it can never be in the top k. REQUIRES: 1 <= k <= n.
-template <class T>
-float kth_best_lower_bound(const T* row, int64_t n, int64_t k) {
-  float bound = std::numeric_limits<float>::infinity();
-  for (int64_t g = 0; g < k; ++g) {
-    const int64_t begin = n * g / k, end = n * (g + 1) / k;
-    bound = std::min(bound, max_ignoring_nan(row + begin, end - begin));
-  }
-  return bound;
-}
-
-// The k best of row[0, n) into (out_scores, out_index), best first. First a bound that
-// the k-th best reaches (kth_best_lower_bound); then one scan appends the scores not
-// below it (on random scores about 2% of them) to `buffer`, skipping whole chunks after a
-// packed comparison, and cuts the buffer back to its k best (raising the bound) whenever
-// it fills up; finally the survivors are sorted. REQUIRES: 1 <= k <= n.
-template <class T>
-void select_top_k(const T* row, int64_t n, int64_t k, std::vector<Scored>& buffer, T* out_scores, int32_t* out_index) {
-  const auto keep = static_cast<size_t>(k);
-  const size_t capacity = std::max<size_t>(4 * keep, 64);
-  const RanksBefore ranks_before;
-  auto cut_to_k = [&] {
-    std::nth_element(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(keep - 1), buffer.end(), ranks_before);
-    buffer.resize(keep);
-    return buffer[keep - 1].score;
-  };
-  float threshold = kth_best_lower_bound(row, n, k);
-  buffer.clear();
-  for (int64_t begin = 0; begin < n; begin += kChunk) {
-    const int64_t end = std::min(n, begin + kChunk);
-    if (end - begin == kChunk && all_below(row + begin, threshold)) continue;
-    for (int64_t j = begin; j < end; ++j) {
-      const auto score = static_cast<float>(row[j]);
-      if (score < threshold) continue;
-      buffer.push_back({score, static_cast<int32_t>(j)});
-      if (buffer.size() == capacity) threshold = cut_to_k();
-    }
-  }
-  if (buffer.size() > keep) cut_to_k();  // the bound guarantees at least k survivors
-  std::sort(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(keep), ranks_before);
-  for (size_t j = 0; j < keep; ++j) {
-    if (out_scores != nullptr) out_scores[j] = static_cast<T>(buffer[j].score);
-    out_index[j] = buffer[j].index;
-  }
-}
-
-// Row-wise top k of the (rows, n) block `scores` into rows [row0, row0 + rows) of the outputs.
-template <class T>
-void select_block(const Tensor& scores, int64_t k, int64_t row0, T* out_scores, int32_t* out_index) {
-  const int64_t rows = scores.dim(0), n = scores.dim(1);
-  const T* data = scores.data<T>();
-  backend::cpu::parallel_for(rows, kRowGrain, [&](int64_t begin, int64_t end) {
-    std::vector<Scored> buffer;
-    buffer.reserve(static_cast<size_t>(std::max<int64_t>(4 * k, 64)));
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t out = (row0 + r) * k;
-      select_top_k(data + r * n, n, k, buffer, out_scores == nullptr ? nullptr : out_scores + out, out_index + out);
-    }
-  });
-}
 
 // `ids` (any integer dtype, rank 1) as a fresh int32 tensor. Throws ValueError for a value
 // outside int32.
@@ -253,20 +122,11 @@ Tree BruteForceRetrieval::call(const Tree& inputs, bool /*training*/) {
   const int64_t batch = query.dim(0);
   Tensor top_scores = return_scores_ ? Tensor::empty(Shape{batch, k_}, candidates.dtype()) : Tensor();
   Tensor top_ids = Tensor::empty(Shape{batch, k_}, kInt32);
-  const int64_t block_rows =
-      std::max<int64_t>(1, kScoreBlockBytes / std::max<int64_t>(1, n * static_cast<int64_t>(dtype_size(candidates.dtype()))));
-  for (int64_t row0 = 0; row0 < batch; row0 += block_rows) {
-    const int64_t row1 = std::min(batch, row0 + block_rows);
-    // (rows, D) @ (N, D)^T -> (rows, N)
-    Tensor scores = ops::matmul(query.first_axis_slice(row0, row1), candidates, {.transpose_b = true});
-    if (candidates.dtype() == kFloat32) {
-      select_block<float>(scores, k_, row0, return_scores_ ? top_scores.data<float>() : nullptr,
-                          top_ids.data<int32_t>());
-    } else {
-      select_block<bfloat16>(scores, k_, row0, return_scores_ ? top_scores.data<bfloat16>() : nullptr,
-                             top_ids.data<int32_t>());
-    }
-  }
+  // A tensor sharded over a model-parallel mesh is gathered whole first, as ops without a
+  // sharding rule do (ops/sharded_ops.h).
+  const Tensor whole_query = ops::sharded::replicate(query), whole_candidates = ops::sharded::replicate(candidates);
+  backend::cpu::top_k_products(candidates.dtype(), whole_query.raw_data(), batch, whole_candidates.raw_data(), n, d, k_,
+                               return_scores_ ? top_scores.raw_data() : nullptr, top_ids.data<int32_t>());
   if (ids_.defined()) {
     int32_t* out = top_ids.data<int32_t>();
     const int32_t* table = ids_.data<int32_t>();

@@ -33,11 +33,10 @@ struct BruteForceRetrievalOptions {
 // Ids are row indices into the candidates, or candidate_ids[row] when ids were given.
 // A NaN score ranks above every number (as ops::top_k).
 //
-// Scores are query @ candidates^T on oneDNN, computed in blocks of queries so the score
-// block stays within kScoreBlockBytes however large B is. Each row's top k is then
-// selected in O(N) (rows in parallel): a lower bound of the k-th best score from k group
-// maxima, one vectorised scan keeping the few scores not below it, and a partial sort of
-// those (about 2% of a row on random scores).
+// Scores and selection are backend::cpu::top_k_products: threads take blocks of queries,
+// score each block against a block of candidates at a time on oneDNN, and keep each
+// query's running top k (a vectorised scan against a rising threshold), so the (B, N)
+// score matrix is never materialised, however large B or N.
 //
 // Not differentiable: the layer runs without recording on the tape, so no gradient
 // reaches the queries or the candidates through it (keras-rs models use it only for
@@ -52,9 +51,6 @@ struct BruteForceRetrievalOptions {
 //   Tensor top_ids = retrieval(user_embeddings);  // (B, 10) int32
 class BruteForceRetrieval : public layers::Layer {
  public:
-  // The score block one step of a call works on (queries per block = this / (N * dtype size)).
-  static constexpr int64_t kScoreBlockBytes = int64_t{1} << 20;
-
   // Throws ValueError "brute_force_retrieval: expected k >= 1, got 0", and every error of
   // update_candidates() for options.candidate_embeddings / candidate_ids.
   explicit BruteForceRetrieval(int64_t k = 10, bool return_scores = true, BruteForceRetrievalOptions options = {});

@@ -13,6 +13,7 @@
 
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/parallel.h"
+#include "chorus/backend/cpu/top_k_kernels.h"
 #include "chorus/core/creation.h"
 #include "chorus/ops/ops.h"
 #include "chorus/recsys/brute_force_retrieval.h"
@@ -144,9 +145,10 @@ TEST(BruteForceRetrievalTest, AllNaNRowsGiveTheLowestIndices) {
 }
 
 TEST(BruteForceRetrievalTest, ManyQueryBlocksMatchTheReference) {
-  // 1 MiB / (3000 * 4 bytes) = 87 queries per block: 200 queries take 3 blocks.
+  // 200 queries take several query blocks, 3000 candidates several candidate blocks.
   const int64_t n = 3000, b = 200;
-  ASSERT_LT(BruteForceRetrieval::kScoreBlockBytes / (n * 4), b / 2);
+  ASSERT_LT(backend::cpu::kTopKScoreBlockBytes / (backend::cpu::kTopKQueryBlock * 4), n);
+  ASSERT_LT(backend::cpu::kTopKQueryBlock, b / 2);
   Tensor candidates = integer_valued(Shape{n, 5}, 5);
   Tensor query = integer_valued(Shape{b, 5}, 6);
   BruteForceRetrieval retrieval(10);

@@ -4,13 +4,11 @@
 #include <cassert>
 #include <cstring>
 #include <limits>
-#include <numeric>
 #include <type_traits>
 #include <vector>
 
 #include "chorus/backend/cpu/gather_kernels_isa.h"
 #include "chorus/backend/cpu/parallel.h"
-#include "chorus/core/bfloat16.h"
 
 namespace chorus::backend::cpu {
 namespace {
@@ -133,36 +131,6 @@ void one_hot(const I* idx, int64_t count, int64_t classes, size_t elem_size, con
   });
 }
 
-template <class T>
-void top_k_rows(const T* x, int64_t rows, int64_t n, int64_t k, bool sorted, T* values, int64_t* indices) {
-  parallel_for(rows, std::max<int64_t>(1, kGatherGrain / n), [&](int64_t b, int64_t e) {
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    for (int64_t r = b; r < e; ++r) {
-      const T* row = x + r * n;
-      // A strict total order: larger first, NaN largest, ties by lower index.
-      auto before = [row](int64_t i, int64_t j) {
-        const auto a = arithmetic_value(row[i]), c = arithmetic_value(row[j]);
-        if constexpr (std::is_floating_point_v<decltype(a)>) {
-          const bool na = a != a, nc = c != c;
-          if (na || nc) return na && nc ? i < j : na;
-        }
-        return a != c ? a > c : i < j;
-      };
-      std::iota(order.begin(), order.end(), int64_t{0});
-      if (sorted) {
-        std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
-      } else {
-        if (k < n) std::nth_element(order.begin(), order.begin() + k, order.end(), before);
-        std::sort(order.begin(), order.begin() + k);
-      }
-      for (int64_t j = 0; j < k; ++j) {
-        values[r * k + j] = row[order[static_cast<size_t>(j)]];
-        indices[r * k + j] = order[static_cast<size_t>(j)];
-      }
-    }
-  });
-}
-
 void scatter_rows(const float* g, const int64_t* idx, int64_t rows, int64_t k, int64_t n, float* dx) {
   parallel_for(rows, std::max<int64_t>(1, kGatherGrain / (k + n)), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
@@ -179,9 +147,5 @@ template void scatter_add_rows(const float*, int64_t, int64_t, int64_t, const in
 template void scatter_add_rows(const float*, int64_t, int64_t, int64_t, const int64_t*, int64_t, float*);
 template void one_hot(const int32_t*, int64_t, int64_t, size_t, const void*, void*);
 template void one_hot(const int64_t*, int64_t, int64_t, size_t, const void*, void*);
-template void top_k_rows(const float*, int64_t, int64_t, int64_t, bool, float*, int64_t*);
-template void top_k_rows(const bfloat16*, int64_t, int64_t, int64_t, bool, bfloat16*, int64_t*);
-template void top_k_rows(const int32_t*, int64_t, int64_t, int64_t, bool, int32_t*, int64_t*);
-template void top_k_rows(const int64_t*, int64_t, int64_t, int64_t, bool, int64_t*, int64_t*);
 
 }  // namespace chorus::backend::cpu

@@ -1,6 +1,6 @@
 // Index kernels for chorus/ops/gather.cc: gather of rows (take, embedding lookup), its
-// scatter-add gradient, one_hot, and top_k. Index arrays are int32 or int64. Kernels
-// assume valid indices (the ops check them first with find_out_of_range). Threaded
+// scatter-add gradient, one_hot, and top_k's gradient (top_k: top_k_kernels.h). Index
+// arrays are int32 or int64. Kernels assume valid indices (the ops check them first with find_out_of_range). Threaded
 // with parallel_for; scatters never race and add duplicates in a fixed order, so
 // results do not depend on the thread count. Thread-safe: no shared state.
 #pragma once
@@ -31,13 +31,6 @@ void scatter_add_rows(const float* g, int64_t outer, int64_t count, int64_t row_
 // idx[i] set to the bytes at `one` when 0 <= idx[i] < classes (other rows stay zero).
 template <class I>
 void one_hot(const I* idx, int64_t count, int64_t classes, size_t elem_size, const void* one, void* out);
-
-// For each of `rows` rows of n elements: the k largest values and their indices, in
-// descending order with ties broken by the lower index (sorted), or the same k entries
-// in ascending index order (!sorted). A NaN counts as larger than any number.
-// REQUIRES: 1 <= k <= n. T is float, bfloat16, int32_t or int64_t.
-template <class T>
-void top_k_rows(const T* x, int64_t rows, int64_t n, int64_t k, bool sorted, T* values, int64_t* indices);
 
 // dx[r, idx[r, j]] += g[r, j] for r < rows, j < k; dx is (rows, n) and initialised.
 void scatter_rows(const float* g, const int64_t* idx, int64_t rows, int64_t k, int64_t n, float* dx);
