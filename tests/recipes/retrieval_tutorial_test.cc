@@ -6,13 +6,18 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "chorus/backend/cpu/parallel.h"
 #include "tests/testing/shared_data.h"
@@ -190,6 +195,41 @@ TEST(RetrievalTutorialTest, CliRecipe) {
   auto [bad_code, bad_output] = run("train movielens-retrieval --data /nonexistent/ml-100k --epochs 1");
   EXPECT_EQ(bad_code, 1) << bad_output;
   EXPECT_NE(bad_output.find("u.data"), std::string::npos) << bad_output;
+
+  // --timings writes the phases (bench/run_tutorials reads them).
+  const std::filesystem::path timings = std::filesystem::temp_directory_path() / ("timings-" + std::to_string(::getpid()));
+  auto [timed_code, timed_output] = run("train movielens-retrieval --data '" + *dir +
+                                        "' --epochs 1 --validation-freq 1 --verbose 0 --timings '" + timings.string() + "'");
+  ASSERT_EQ(timed_code, 0) << timed_output;
+  std::ifstream in(timings);
+  const nlohmann::json json = nlohmann::json::parse(in);
+  std::filesystem::remove(timings);
+  EXPECT_GT(json.at("validation_s").get<double>(), 0);
+  EXPECT_GT(json.at("fit_s").get<double>(), json.at("validation_s").get<double>());
+  EXPECT_GT(json.at("data_s").get<double>(), 0);
+  EXPECT_GT(json.at("predict_s").get<double>(), 0);
+  EXPECT_EQ(json.at("evaluate_s").get<double>(), 0);
+  EXPECT_GT(json.at("recipe_end_unix_s").get<double>(), json.at("recipe_start_unix_s").get<double>());
+}
+
+// The phases a timed run adds up: each is inside the run, validation inside fit, with
+// either kind of validation.
+TEST(RetrievalTutorialTest, PhaseTimesSplitTheRun) {
+  auto dir = testing::shared_data_dir("ml-100k");
+  if (!dir) GTEST_SKIP() << testing::shared_data_missing("ml-100k");
+  backend::cpu::set_intra_op_threads(1);
+  PhaseTimes retrieving, loss_only;
+  for (PhaseTimes* times : {&retrieving, &loss_only}) {
+    const auto start = std::chrono::steady_clock::now();
+    run_retrieval_tutorial({.data_dir = *dir, .epochs = 4, .validation_freq = 1, .verbose = 0,
+                            .retrieve_in_validation = times == &retrieving, .timings = times});
+    const double run = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_GT(times->data_s, 0);
+    EXPECT_GT(times->validation_s, 0);
+    EXPECT_GT(times->fit_s, times->validation_s);
+    EXPECT_GT(times->predict_s, 0);
+    EXPECT_LT(times->data_s + times->fit_s + times->predict_s, run);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,12 @@
 // `chorus train RECIPE`: runs a seed tutorial as a built-in recipe.
+#include <chrono>
+#include <fstream>
 #include <memory>
+#include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "chorus/core/error.h"
 #include "tools/chorus/commands.h"
 #include "tools/chorus/recipes/bert_mlm_tutorial.h"
 #include "tools/chorus/recipes/mnist_tutorial.h"
@@ -17,6 +23,37 @@ void add_fault_tolerance_options(CLI::App* recipe, recipes::FaultToleranceOption
       ->check(CLI::PositiveNumber);
   recipe->add_option("--save-weights", options.save_weights, "Write the trained weights to this safetensors file");
 }
+
+// --timings FILE: the run's PhaseTimes, and when the recipe started and ended (Unix
+// seconds: the rest of a process's time is its start-up and exit), as one JSON object.
+struct TimingsOption {
+  std::string path;
+  recipes::PhaseTimes times;
+  double start_unix_s = 0;
+
+  void add_to(CLI::App* recipe) {
+    recipe->add_option("--timings", path,
+                       "Write the seconds spent loading data, in fit, validation, evaluate and predict to this "
+                       "JSON file");
+  }
+  // The PhaseTimes a recipe fills, or null without --timings; marks the start.
+  recipes::PhaseTimes* begin() {
+    start_unix_s = unix_seconds();
+    return path.empty() ? nullptr : &times;
+  }
+  void write() const {
+    if (path.empty()) return;
+    nlohmann::json json = times.to_json();
+    json["recipe_start_unix_s"] = start_unix_s;
+    json["recipe_end_unix_s"] = unix_seconds();
+    std::ofstream out(path);
+    out << json.dump() << "\n";
+    if (!out) throw_error<IOError>("chorus train: cannot write --timings file {}", path);
+  }
+  static double unix_seconds() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
+};
 
 }  // namespace
 
@@ -40,10 +77,14 @@ void add_train_command(CLI::App& app) {
   mnist->add_option("--devices", options->devices, "Replicas (MirroredStrategy); 0: every local device")
       ->check(CLI::NonNegativeNumber);
   add_fault_tolerance_options(mnist, options->fault_tolerance);
-  mnist->callback([options] {
+  auto mnist_timings = std::make_shared<TimingsOption>();
+  mnist_timings->add_to(mnist);
+  mnist->callback([options, mnist_timings] {
+    options->timings = mnist_timings->begin();
     recipes::get_compiled_model()->summary();
     layers::Layer::reset_names();
     recipes::run_mnist_tutorial(*options);
+    mnist_timings->write();
   });
 
   auto retrieval_options = std::make_shared<recipes::RetrievalTutorialOptions>();
@@ -69,10 +110,20 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   retrieval->add_flag("--distributed-embedding", retrieval_options->distributed_embedding,
                       "DistributedEmbedding towers: a multi-worker job splits each table by rows");
+  // As the tutorial validates: call(training=False) retrieves the top movies of every
+  // validation user, though only the loss is reported.
+  retrieval_options->retrieve_in_validation = true;
+  retrieval->add_flag_callback(
+      "--validation-loss-only", [retrieval_options] { retrieval_options->retrieve_in_validation = false; },
+      "Validate by the loss alone, skipping the tutorial's retrieval of every validation user's top movies");
   add_fault_tolerance_options(retrieval, retrieval_options->fault_tolerance);
-  retrieval->callback([retrieval_options] {
+  auto retrieval_timings = std::make_shared<TimingsOption>();
+  retrieval_timings->add_to(retrieval);
+  retrieval->callback([retrieval_options, retrieval_timings] {
+    retrieval_options->timings = retrieval_timings->begin();
     recipes::RetrievalTutorialResult result = recipes::run_retrieval_tutorial(*retrieval_options);
     recipes::print_recommendations(result.recommendations);
+    retrieval_timings->write();
   });
 
   auto bert_options = std::make_shared<recipes::BertMlmTutorialOptions>();

@@ -91,15 +91,22 @@ MnistTutorialResult run_training(const MnistDatasets& data, const MnistTutorialO
     std::filesystem::create_directories(options.checkpoint_dir);
     callbacks.push_back(callbacks::ModelCheckpoint(options.checkpoint_dir + "/ckpt-{epoch}.keras"));
   }
+  PhaseTimes* timings = options.timings;
+  if (timings != nullptr) callbacks.push_back(timings->validation_timer());
   models::Model& model = *restored.model;
   MnistTutorialResult result{.restored_from = restored.path};
-  result.history = model.fit(data.train, {.epochs = restored.epoch + options.epochs,
-                                          .verbose = options.verbose,
-                                          .callbacks = with_backup(callbacks, options.fault_tolerance),
-                                          .validation_data = data.val,
-                                          .initial_epoch = restored.epoch});
+  result.history = timed(timings ? &timings->fit_s : nullptr, [&] {
+    return model.fit(data.train, {.epochs = restored.epoch + options.epochs,
+                                  .verbose = options.verbose,
+                                  .callbacks = with_backup(callbacks, options.fault_tolerance),
+                                  .validation_data = data.val,
+                                  .initial_epoch = restored.epoch});
+  });
   save_final_weights(model, options.fault_tolerance);
-  if (evaluate) result.test_logs = model.evaluate(data.test, {.verbose = options.verbose});
+  if (evaluate) {
+    result.test_logs = timed(timings ? &timings->evaluate_s : nullptr,
+                             [&] { return model.evaluate(data.test, {.verbose = options.verbose}); });
+  }
   return result;
 }
 
@@ -109,8 +116,9 @@ MnistTutorialResult run_training(const MnistDatasets& data, const MnistTutorialO
 
 MnistTutorialResult run_mnist_tutorial(const MnistTutorialOptions& options) {
   layers::set_random_seed(options.seed);  // the same initial weights every run
-  const MnistDatasets data =
-      get_dataset(options.data_dir, options.batch_size, options.normalize, options.shuffle, options.seed);
+  const MnistDatasets data = timed(options.timings ? &options.timings->data_s : nullptr, [&] {
+    return get_dataset(options.data_dir, options.batch_size, options.normalize, options.shuffle, options.seed);
+  });
   const std::shared_ptr<distribution::DataParallel> strategy = make_strategy(options.devices);
   if (options.verbose > 0) std::cout << "Number of devices: " << strategy->num_replicas() << "\n";
   return run_training(data, options, *strategy, /*evaluate=*/true);

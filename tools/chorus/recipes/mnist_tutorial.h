@@ -9,6 +9,7 @@
 
 #include "chorus/chorus.h"
 #include "tools/chorus/recipes/fault_tolerance.h"
+#include "tools/chorus/recipes/phase_times.h"
 
 namespace chorus::recipes {
 
@@ -57,6 +58,8 @@ struct MnistTutorialOptions {
   // MirroredStrategy()), else the first `devices`.
   int devices = 0;
   FaultToleranceOptions fault_tolerance;
+  // Where the run's phases add their seconds (chorus train --timings); null: not timed.
+  PhaseTimes* timings = nullptr;
 };
 
 struct MnistTutorialResult {

@@ -126,7 +126,15 @@ RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& o
   }
   const std::string dir = resolve_data_dir(options.data_dir);
   layers::set_random_seed(options.seed);  // the same initial weights every run
-  RetrievalDatasets data = get_retrieval_datasets(dir, options.batch_size, options.seed);
+  PhaseTimes* timings = options.timings;
+  RetrievalDatasets data = timed(timings ? &timings->data_s : nullptr, [&] {
+    RetrievalDatasets datasets = get_retrieval_datasets(dir, options.batch_size, options.seed);
+    for (auto it = datasets.train.iterator(0); it.next();) {
+    }  // read once, so that the data's time is not counted as fit's (cache() fills on the first pass)
+    for (auto it = datasets.test.iterator(0); it.next();) {
+    }
+    return datasets;
+  });
 
   if (options.table_rows != 0 && options.table_rows < std::max(data.users_count, data.movies_count) + 1) {
     throw_error<ValueError>("retrieval tutorial: table_rows {} is fewer than the data's ids need ({})",
@@ -141,15 +149,20 @@ RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& o
                        /*embedding_dimension=*/32, options.retrieve_in_validation, options.distributed_embedding);
   model.compile({.optimizer = ch::optimizers::Adagrad(options.learning_rate)});
   RetrievalTutorialResult result;
-  result.history = model.fit(data.train, {.epochs = options.epochs,
-                                          .verbose = options.verbose,
-                                          .callbacks = with_backup({}, options.fault_tolerance),
-                                          .validation_data = data.test,
-                                          .validation_freq = options.validation_freq});
+  std::vector<Shared<models::Callback>> callbacks;
+  if (timings != nullptr) callbacks.push_back(timings->validation_timer());
+  result.history = timed(timings ? &timings->fit_s : nullptr, [&] {
+    return model.fit(data.train, {.epochs = options.epochs,
+                                  .verbose = options.verbose,
+                                  .callbacks = with_backup(callbacks, options.fault_tolerance),
+                                  .validation_data = data.test,
+                                  .validation_freq = options.validation_freq});
+  });
   save_final_weights(model, options.fault_tolerance);
   result.movie_rows_kept = model.candidate_table().shape()[0];
 
-  result.recommendations = recommend(model, dir, options.sample_users);
+  result.recommendations = timed(timings ? &timings->predict_s : nullptr,
+                                 [&] { return recommend(model, dir, options.sample_users); });
   return result;
 }
 

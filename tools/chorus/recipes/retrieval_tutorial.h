@@ -12,6 +12,7 @@
 #include "chorus/chorus.h"
 #include "chorus/recsys/brute_force_retrieval.h"
 #include "tools/chorus/recipes/fault_tolerance.h"
+#include "tools/chorus/recipes/phase_times.h"
 
 namespace chorus::recipes {
 
@@ -100,6 +101,8 @@ struct RetrievalTutorialOptions {
   // Users to recommend for at the end: the tutorial's printed ones.
   std::vector<int32_t> sample_users = {793, 188, 865, 710, 721, 451, 228, 175};
   FaultToleranceOptions fault_tolerance;
+  // Where the run's phases add their seconds (chorus train --timings); null: not timed.
+  PhaseTimes* timings = nullptr;
 };
 
 struct Recommendations {
