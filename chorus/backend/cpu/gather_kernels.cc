@@ -13,7 +13,10 @@
 namespace chorus::backend::cpu {
 namespace {
 
-constexpr int64_t kGatherGrain = 32768;  // elements (or bytes, for copies) of work per task
+constexpr int64_t kGatherGrain = 32768;  // elements of work per task
+// Bytes of row copies per task: a copy moves ~20 GB/s, so a task below this is shorter
+// than waking a second thread and handing the rows' cache lines to it.
+constexpr int64_t kCopyGrainBytes = int64_t{256} << 10;
 
 // Gathers rows of one fixed-size element type T (row_bytes == sizeof(T)).
 template <class T, class I>
@@ -75,7 +78,7 @@ void gather_rows(const void* x, int64_t outer, int64_t axis_size, int64_t row_by
     const int64_t n = row_bytes / 4;
     const auto* src = static_cast<const uint32_t*>(x);
     auto* dst = static_cast<uint32_t*>(out);
-    parallel_for(total, std::max<int64_t>(1, kGatherGrain / row_bytes), [&](int64_t b, int64_t e) {
+    parallel_for(total, std::max<int64_t>(1, kCopyGrainBytes / row_bytes), [&](int64_t b, int64_t e) {
       for (int64_t u = b; u < e;) {
         const int64_t p = u / count, m = u % count, len = std::min(e - u, count - m);
         fn(src + p * axis_size * n, idx + m, len, n, dst + u * n);
@@ -84,7 +87,7 @@ void gather_rows(const void* x, int64_t outer, int64_t axis_size, int64_t row_by
     });
     return;
   }
-  parallel_for(total, std::max<int64_t>(1, kGatherGrain / row_bytes), [&](int64_t b, int64_t e) {
+  parallel_for(total, std::max<int64_t>(1, kCopyGrainBytes / row_bytes), [&](int64_t b, int64_t e) {
     switch (row_bytes) {
       case 1: return gather_elements<uint8_t>(x, axis_size, idx, count, out, b, e);
       case 2: return gather_elements<uint16_t>(x, axis_size, idx, count, out, b, e);
