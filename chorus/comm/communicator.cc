@@ -33,6 +33,7 @@ ElementType element_type_of(DType dtype) {
     case DType::kInt32: return ElementType::kInt32;
     case DType::kInt64: return ElementType::kInt64;
     case DType::kBool:
+    case DType::kUInt8:
     case DType::kString: break;
   }
   return ElementType::kBytes;

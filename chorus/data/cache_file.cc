@@ -1,9 +1,10 @@
-// Cache file format (version 2). Integers are little-endian (the byte order of every
+// Cache file format (version 3). Integers are little-endian (the byte order of every
 // machine chorus runs on); numeric tensor data is the tensors' raw row-major bytes.
 //
 //   header:
 //     8 bytes   magic "CHRSCACH"
-//     u32       version (2; version 1 files, which cannot hold strings, still read)
+//     u32       version (3; version 1 files, which cannot hold strings, and version 2
+//               files, which cannot hold uint8, still read)
 //     u32       L: length of the pipeline description
 //     L bytes   pipeline description (DatasetImpl::describe() of the cached input, UTF-8)
 //     i64       the pass (epoch) the elements were recorded from
@@ -13,8 +14,8 @@
 //                 0 empty:  nothing
 //                 1 tensor: u8 dtype (chorus::DType value), u8 rank, rank x i64 dims,
 //                           then numel * dtype_size bytes of data, or for dtype 5
-//                           (string, version 2 only) numel x (u64 length, length bytes)
-//                           in row-major order
+//                           (string, version >= 2) numel x (u64 length, length bytes)
+//                           in row-major order; dtype 6 (uint8) needs version 3
 //                 2 dict:   u32 n, then n x (u32 key length, key bytes, tree), keys sorted
 //                 3 list:   u32 n, then n x tree
 //   trailer (17 bytes, at the very end):
@@ -46,8 +47,12 @@ namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'C', 'H', 'R', 'S', 'C', 'A', 'C', 'H'};
 constexpr char kEndMagic[8] = {'C', 'H', 'R', 'S', 'E', 'N', 'D', '!'};
-constexpr uint32_t kVersion = 2;
-constexpr uint32_t kFirstStringVersion = 2;  // the first version whose tensors may hold strings
+constexpr uint32_t kVersion = 3;
+
+// The last dtype value a file of `version` may hold: strings came in version 2, uint8 in 3.
+DType last_dtype(uint32_t version) {
+  return version >= 3 ? DType::kUInt8 : version == 2 ? DType::kString : DType::kBool;
+}
 constexpr uint8_t kElementMarker = 0xE1;
 constexpr uint8_t kEndMarker = 0xEE;
 constexpr uint64_t kTrailerBytes = 1 + 8 + 8;
@@ -221,7 +226,7 @@ Tree CacheFileReader::get_tree(int depth) {
     case kTensor: {
       const auto dtype = get_value<uint8_t>("a dtype");
       const auto rank = get_value<uint8_t>("a rank");
-      const auto last = version_ >= kFirstStringVersion ? DType::kString : DType::kBool;
+      const DType last = last_dtype(version_);
       if (dtype > static_cast<uint8_t>(last)) {
         corrupt(at + 1, fmt::format("expected a dtype (0-{}) for a version {} file, found {}",
                                     static_cast<int>(last), version_, dtype));

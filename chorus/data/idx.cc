@@ -238,11 +238,38 @@ Header read_header(Source& source, const std::string& path) {
                        expected, shape.to_string(), found);
 }
 
+constexpr size_t kChunk = 1 << 20;  // bytes; a multiple of every element size
+
+// ubyte data read as uint8: the bytes go straight from the file (or from zlib) into the
+// tensor's buffer, with no chunk and no per-element pass.
+void read_bytes(Source& source, const Header& header, uint8_t* out, const std::string& path) {
+  uint64_t done = 0;
+  while (done < header.data_bytes) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(uint64_t{1} << 30, header.data_bytes - done));
+    const size_t got = source.read(out + done, want);
+    done += got;
+    if (got < want) throw_short(path, header.data_bytes, done, header.shape);
+  }
+}
+
+// Throws IOError if `source` holds bytes after the data.
+void check_end(Source& source, const Header& header, const std::string& path) {
+  std::vector<uint8_t> chunk(kChunk);
+  uint64_t extra = source.read(chunk.data(), kChunk);
+  if (extra == 0) return;
+  while (size_t more = source.read(chunk.data(), kChunk)) extra += more;
+  throw_error<IOError>("{}: expected {} bytes of data after the header (dims {}), found {} (the dimensions do not "
+                       "match the file size)",
+                       path, header.data_bytes, header.shape.to_string(), header.data_bytes + extra);
+}
+
 // Decodes the data into `out`, one chunk at a time (the chunk stays in cache between
 // the read and the conversion).
 template <class D>
 void decode(Source& source, const Header& header, D* out, const std::string& path) {
-  constexpr size_t kChunk = 1 << 20;  // bytes; a multiple of every element size
+  if constexpr (std::is_same_v<D, uint8_t>) {
+    if (header.type->code == 0x08) return read_bytes(source, header, out, path);
+  }
   std::vector<uint8_t> chunk(kChunk);
   const size_t size = header.type->size;
   uint64_t done = 0;
@@ -256,24 +283,27 @@ void decode(Source& source, const Header& header, D* out, const std::string& pat
       if (got < want) throw_short(path, header.data_bytes, done, header.shape);
     }
   });
-  uint64_t extra = source.read(chunk.data(), kChunk);
-  if (extra == 0) return;
-  while (size_t more = source.read(chunk.data(), kChunk)) extra += more;
-  throw_error<IOError>("{}: expected {} bytes of data after the header (dims {}), found {} (the dimensions do not "
-                       "match the file size)",
-                       path, header.data_bytes, header.shape.to_string(), header.data_bytes + extra);
 }
 
-DType natural_dtype(const IdxType& type) { return type.floating ? kFloat32 : kInt32; }
+DType natural_dtype(const IdxType& type) { return type.floating ? kFloat32 : type.code == 0x08 ? kUInt8 : kInt32; }
+
+// Throws DTypeError unless IDX data of `type` reads as `dtype` with every value kept.
+void check_readable_as(const IdxType& type, DType dtype, const std::string& path) {
+  const char* expected = type.floating      ? "float32 or bfloat16"
+                         : type.code == 0x08 ? "a numeric dtype"
+                                             : "float32, bfloat16, int32 or int64";
+  const bool ok = type.floating ? is_floating(dtype) : dtype != kBool && (dtype != kUInt8 || type.code == 0x08);
+  if (!ok) {
+    throw_error<DTypeError>("read_idx: {}: cannot read IDX {} data as {} (expected {})", path, type.name,
+                            dtype_name(dtype), expected);
+  }
+}
 
 Tensor read(const std::string& path, std::optional<DType> requested) {
   std::unique_ptr<Source> source = open_source(path);
   const Header header = read_header(*source, path);
   const DType dtype = requested.value_or(natural_dtype(*header.type));
-  if (dtype == kBool || (header.type->floating && !is_floating(dtype))) {
-    throw_error<DTypeError>("read_idx: {}: cannot read IDX {} data as {} (expected {})", path, header.type->name,
-                            dtype_name(dtype), header.type->floating ? "float32 or bfloat16" : "a numeric dtype");
-  }
+  check_readable_as(*header.type, dtype, path);
   if (header.data_bytes > source->max_remaining()) {
     if (source->exact()) throw_short(path, header.data_bytes, source->max_remaining(), header.shape);
     throw_error<IOError>("{}: expected {} bytes of data after the header (dims {}), more than the rest of this gzip "
@@ -285,6 +315,7 @@ Tensor read(const std::string& path, std::optional<DType> requested) {
     using D = decltype(d);
     if constexpr (!std::is_same_v<D, bool>) decode<D>(*source, header, out.data<D>(), path);
   });
+  check_end(*source, header, path);
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "chorus/backend/cpu/parallel.h"
 #include "chorus/data/dataset_impl.h"
 
 namespace chorus::data {
@@ -26,7 +27,10 @@ class ParallelMapDataset final : public UnaryDataset {
   DatasetPtr with_input(DatasetPtr input) const override {
     return std::make_shared<ParallelMapDataset>(std::move(input), fn_, num_workers_);
   }
-  Tree apply(const Tree& element, const ElementPosition& position) const { return fn_(element, position); }
+  Tree apply(const Tree& element, const ElementPosition& position) const {
+    const backend::cpu::IntraOpThreadsScope one_thread(1);  // see Dataset::map
+    return fn_(element, position);
+  }
   int num_workers() const { return num_workers_; }
 
  private:

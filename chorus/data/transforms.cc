@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "chorus/backend/cpu/parallel.h"
 #include "chorus/data/dataset_impl.h"
 
 namespace chorus::data {
@@ -32,7 +33,10 @@ class MapDataset final : public UnaryDataset {
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string name() const override { return "map"; }
   DatasetPtr with_input(DatasetPtr input) const override { return std::make_shared<MapDataset>(std::move(input), fn_); }
-  Tree apply(const Tree& element, const ElementPosition& position) const { return fn_(element, position); }
+  Tree apply(const Tree& element, const ElementPosition& position) const {
+    const backend::cpu::IntraOpThreadsScope one_thread(1);  // see Dataset::map
+    return fn_(element, position);
+  }
 
  private:
   PositionedMapFn fn_;

@@ -43,7 +43,7 @@ using nlohmann::json;
 
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference reader's limit
 constexpr std::string_view kMetadataKey = "__metadata__";
-constexpr std::string_view kSupported = "F32, BF16, I32, I64, BOOL";
+constexpr std::string_view kSupported = "F32, BF16, I32, I64, BOOL, U8";
 
 constexpr std::string_view safetensors_name(DType dtype) {
   switch (dtype) {
@@ -57,6 +57,8 @@ constexpr std::string_view safetensors_name(DType dtype) {
       return "I64";
     case DType::kBool:
       return "BOOL";
+    case DType::kUInt8:
+      return "U8";
     case DType::kString:
       return "?";  // refused by check_savable: safetensors has no string dtype
   }
@@ -64,7 +66,7 @@ constexpr std::string_view safetensors_name(DType dtype) {
 }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
-  for (DType dtype : {kFloat32, kBFloat16, kInt32, kInt64, kBool}) {
+  for (DType dtype : {kFloat32, kBFloat16, kInt32, kInt64, kBool, kUInt8}) {
     if (safetensors_name(dtype) == name) return dtype;
   }
   return std::nullopt;

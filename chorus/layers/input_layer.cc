@@ -10,10 +10,11 @@ namespace chorus::layers {
 namespace {
 
 DType dtype_from_name(const std::string& name) {
-  for (DType d : {kFloat32, kBFloat16, kInt32, kInt64, kBool, kString}) {
-    if (dtype_name(d) == name) return d;
+  try {
+    return parse_dtype(name);
+  } catch (const ValueError& e) {
+    throw ValueError(std::string("InputLayer: ") + e.what());
   }
-  throw_error<ValueError>("InputLayer: unknown dtype '{}'", name);
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ Tensor checked_labels(const std::string& name, const Tensor& y_true, const Shape
     } else {
       const T* in = static_cast<const T*>(y_true.raw_data());
       for (int64_t i = 0; i < y_true.numel(); ++i) {
-        const auto value = arithmetic_value(in[i]);
+        const auto value = +arithmetic_value(in[i]);  // + promotes uint8 (Keras's MNIST labels) to int
         if constexpr (std::is_floating_point_v<decltype(value)>) {
           if (std::floor(value) != value) {  // also NaN and inf
             throw_error<ValueError>("{}: label {} at {} is not an integer", name, value, label_position(shape, i));

@@ -105,9 +105,11 @@ std::vector<int64_t> row_argmax(const Tensor& x) {
   const int64_t n = x.dim(-1), rows = n == 0 ? 0 : x.numel() / n;
   std::vector<int64_t> out(static_cast<size_t>(rows));
   if (rows == 0) return out;
-  const Tensor values = x.dtype() == kBool ? ops::cast(x, kInt32) : x;  // the first true
+  // The first true (bool), or the first largest byte (uint8): argmax kernels exist for int32.
+  const Tensor values = x.dtype() == kBool || x.dtype() == kUInt8 ? ops::cast(x, kInt32) : x;
   visit_data(values, [&](const auto* data) {
-    if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(*data)>, bool>) {
+    using T = std::remove_cvref_t<decltype(*data)>;
+    if constexpr (!std::is_same_v<T, bool> && !std::is_same_v<T, uint8_t>) {
       backend::cpu::argmax(data, out.data(), rows, n, 1);
     }
   });

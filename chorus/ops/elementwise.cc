@@ -30,6 +30,7 @@ void check_floating(const char* op, const Tensor& x) {
 }
 
 void check_numeric(const char* op, const Tensor& x) {
+  check_not_uint8(op, x.dtype());
   if (x.dtype() == kBool) {
     throw_error<DTypeError>("{}: expected a numeric dtype (float32, bfloat16, int32 or int64), got {}", op,
                             dtype_name(x.dtype()));

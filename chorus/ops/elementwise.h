@@ -71,9 +71,11 @@ Tensor clip(const Tensor& x, double min_value, double max_value);
 // must be bool (DTypeError), x and y of one dtype. Gradient: g to x where condition, to y
 // elsewhere, each summed back to its shape.
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y);
-// Converts to `dtype`, any of the five: floats to ints truncate toward zero (saturating,
-// NaN -> 0), to bool is x != 0, bool to numbers is 0 or 1. Casting to the same dtype
-// returns a view. Differentiable between floating dtypes (the gradient is cast back).
+// Converts to `dtype`, any but string: floats to ints truncate toward zero (saturating,
+// NaN -> 0; to uint8 that clamps to [0, 255], where NumPy's astype on x86 would wrap -1.0
+// to 255), ints to narrower ints wrap (int32 300 -> uint8 44, as NumPy), to bool is
+// x != 0, bool to numbers is 0 or 1. Casting to the same dtype returns a view.
+// Differentiable between floating dtypes (the gradient is cast back).
 Tensor cast(const Tensor& x, DType dtype);
 
 }  // namespace chorus::ops

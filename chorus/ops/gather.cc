@@ -125,6 +125,7 @@ Tensor take(const Tensor& x, const Tensor& indices, int axis) {
 
 std::pair<Tensor, Tensor> top_k(const Tensor& x, int64_t k, bool sorted) {
   if (sharded::any(x)) return top_k(sharded::replicate(x), k, sorted);
+  check_not_uint8("top_k", x.dtype());
   if (x.dtype() == kBool) {
     throw_error<DTypeError>("top_k: expected a numeric dtype (float32, bfloat16, int32 or int64), got bool");
   }
@@ -141,7 +142,7 @@ std::pair<Tensor, Tensor> top_k(const Tensor& x, int64_t k, bool sorted) {
   if (rows > 0) {
     visit_dtype(x.dtype(), [&](auto v) {
       using T = decltype(v);
-      if constexpr (!std::is_same_v<T, bool>) {
+      if constexpr (!std::is_same_v<T, bool> && !std::is_same_v<T, uint8_t>) {
         backend::cpu::top_k_rows(x.data<T>(), rows, n, k, sorted, values.data<T>(), indices.data<int64_t>());
       }
     });

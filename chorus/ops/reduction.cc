@@ -24,6 +24,7 @@ constexpr int64_t kReductionGrain = 32768;
 
 void check_numeric(const Tensor& x, const char* op) {
   check_not_string(op, x.dtype());
+  check_not_uint8(op, x.dtype());
   if (x.dtype() == kBool) {
     throw_error<DTypeError>("{}: expected a numeric dtype (float32, bfloat16, int32 or int64), got bool", op);
   }
@@ -62,7 +63,7 @@ Tensor reduce_tensor(ReduceKind kind, const Tensor& x, const ReducePlan& plan, c
   if (plan.steps.empty()) return x.clone().view(plan.out);  // each output is its one input
   Tensor result = visit_dtype(x.dtype(), [&](auto v) -> Tensor {
     using T = decltype(v);
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, uint8_t>) {
       return Tensor();  // rejected by check_numeric
     } else {
       return run_steps<T>(kind, x, plan);
@@ -186,7 +187,7 @@ Tensor argmax(const Tensor& x, int axis, bool keepdims) {
   for (int d = a + 1; d < x.rank(); ++d) inner *= x.shape()[d];
   visit_dtype(x.dtype(), [&](auto v) {
     using T = decltype(v);
-    if constexpr (!std::is_same_v<T, bool>) {
+    if constexpr (!std::is_same_v<T, bool> && !std::is_same_v<T, uint8_t>) {  // both rejected by check_numeric
       backend::cpu::argmax(x.data<T>(), out.data<int64_t>(), outer, plan.count, inner);
     }
   });

@@ -104,6 +104,13 @@ TEST(TensorFormatTest, IntegersAreRightAligned) {
             " [             0             42]]");
 }
 
+// Bytes print as numbers, as NumPy prints a uint8 array (not as characters).
+TEST(TensorFormatTest, UInt8PrintsNumbers) {
+  EXPECT_EQ(from_values<uint8_t>({0, 7, 255}, {1, 3}).to_string(),
+            "Tensor(shape=(1, 3), dtype=uint8, device=cpu:0)\n"
+            "[[  0   7 255]]");
+}
+
 TEST(TensorFormatTest, Bools) {
   const std::vector<bool> values{true, false, true, false, false, true};
   Tensor t = Tensor::empty({2, 3}, kBool);

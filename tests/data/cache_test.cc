@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "chorus/data/cache_file.h"
 #include "tests/data/dataset_test_util.h"
 #include "tests/testing/test_util.h"
 
@@ -195,6 +197,42 @@ TEST(DatasetCacheTest, CorruptFilesAreIOErrors) {
   EXPECT_THAT([&] { fingerprints(source.make(5).take(3).cache(dir.str())); },
               ThrowsMessage<ValueError>(HasSubstr("holds elements of the pipeline 'from_generator', not of "
                                                   "'from_generator -> take'")));
+}
+
+// Batches of uint8 images (MNIST's pixels as load_data gives them) are cached as uint8:
+// one byte per pixel on disk, read back as uint8 with the same bytes.
+TEST(DatasetCacheTest, FileCacheHoldsUInt8AsBytes) {
+  TempDir dir;
+  Tensor images = Tensor::empty({10, 4, 3}, kUInt8);
+  for (int64_t i = 0; i < images.numel(); ++i) images.data<uint8_t>()[i] = static_cast<uint8_t>(i * 7);
+  fingerprints(Dataset::from_tensor_slices(Tree(images)).batch(4).cache(dir.str()));
+  const std::string file = dir.str() + "/elements.chorus-cache";
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  uint32_t version = 0, length = 0;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  std::memcpy(&length, bytes.data() + 12, 4);
+  EXPECT_EQ(version, 3u);
+  CacheFileReader reader(file, bytes.substr(16, length));
+  std::vector<Tensor> batches;
+  while (std::optional<Tree> batch = reader.next()) batches.push_back(batch->tensor());
+  ASSERT_EQ(batches.size(), 3u);
+  for (const Tensor& batch : batches) EXPECT_EQ(batch.dtype(), kUInt8);
+  EXPECT_TRUE(array_equal(batches[2], images.first_axis_slice(8, 10)));
+  EXPECT_EQ(fs::file_size(file), bytes.size());
+  EXPECT_LT(bytes.size(), static_cast<size_t>(images.numel()) + 400);  // bytes, not floats
+
+  // A version 2 file cannot hold uint8 (dtype 6): the reader names the byte.
+  std::string old = bytes;
+  old[8] = 2;
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << old;
+  const size_t dtype_at = bytes.find('\xE1', 16 + length) + 2;  // marker, tree kind, dtype
+  EXPECT_THAT([&] { CacheFileReader(file, bytes.substr(16, length)).next(); },
+              ThrowsMessage<IOError>(HasSubstr(
+                  fmt::format("byte offset {}: expected a dtype (0-5) for a version 2 file, found 6", dtype_at))));
 }
 
 }  // namespace

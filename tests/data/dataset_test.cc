@@ -3,8 +3,10 @@
 // cardinality by tf.data's rules, and argument errors.
 #include "chorus/data/dataset.h"
 
+#include <atomic>
 #include <numeric>
 
+#include "chorus/backend/cpu/parallel.h"
 #include "tests/data/dataset_test_util.h"
 #include "tests/testing/test_util.h"
 
@@ -136,6 +138,26 @@ TEST(DatasetSourcesTest, ZipPairsElementsAndEndsWithTheShortest) {
   EXPECT_EQ(Dataset::zip({Dataset::range(5), Dataset::range(3).repeat()}).cardinality(), 5);
   EXPECT_EQ(Dataset::zip({Dataset::range(5), Counted().make(3)}).cardinality(), kUnknownCardinality);
   EXPECT_THAT([] { Dataset::zip({}); }, ThrowsMessage<ValueError>(HasSubstr("zip: expected at least one dataset")));
+}
+
+// A map's ops run on one thread (tf.data's default max_intra_op_parallelism), whatever
+// the iterating thread's budget, which is restored afterwards.
+TEST(DatasetTransformsTest, MapFunctionsRunWithOneIntraOpThread) {
+  const backend::cpu::IntraOpThreadsScope four(4);  // this test's budget; the next test gets its own back
+  const Dataset ds = Dataset::range(6);
+  for (int calls : {1, 3}) {
+    std::atomic<int> widest{0};
+    const Dataset mapped = ds.map(
+        [&](const Tree& e) {
+          widest = std::max(widest.load(), backend::cpu::intra_op_threads());
+          return e;
+        },
+        {.num_parallel_calls = calls});
+    for (auto it = mapped.iterator(); it.next();) {
+    }
+    EXPECT_EQ(widest.load(), 1) << "num_parallel_calls=" << calls;
+  }
+  EXPECT_EQ(backend::cpu::intra_op_threads(), 4);
 }
 
 TEST(DatasetTransformsTest, MapFilterTakeSkipMatchLoops) {

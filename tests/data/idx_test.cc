@@ -1,6 +1,7 @@
 #include "chorus/data/idx.h"
 
 #include <bit>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -102,7 +103,7 @@ class IdxTest : public testing::TempDirTest {
 };
 
 TEST_F(IdxTest, EveryTypePlainAndGzipped) {
-  check_round_trip<uint8_t>(0x08, {7}, 1, kInt32);
+  check_round_trip<uint8_t>(0x08, {7}, 1, kUInt8);
   check_round_trip<int8_t>(0x09, {3, 5}, 2, kInt32);
   check_round_trip<int16_t>(0x0B, {1023}, 3, kInt32);
   check_round_trip<int32_t>(0x0C, {2, 3, 7}, 4, kInt32);
@@ -111,20 +112,24 @@ TEST_F(IdxTest, EveryTypePlainAndGzipped) {
 }
 
 TEST_F(IdxTest, LargerThanOneChunk) {
-  // 3 MiB of ubytes crosses the 1 MiB decoding chunks in both sources.
+  // 3 MiB of ubytes crosses the 1 MiB decoding chunks in both sources, converted to float32
+  // and read straight into a uint8 tensor.
   const std::vector<uint8_t> values = random_values<uint8_t>(3 * 1024 * 1024 + 7, 9);
   const std::string bytes = idx_bytes(0x08, {static_cast<uint32_t>(values.size())}, big_endian(values));
   for (const std::string& path : {write("big", bytes), write("big.gz", gzip(bytes))}) {
     const auto got = read_idx(path, kFloat32).to_vector<float>();
     ASSERT_EQ(got.size(), values.size());
     for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(got[i], values[i]) << path << " element " << i;
+    const Tensor raw = read_idx(path);
+    ASSERT_EQ(raw.dtype(), kUInt8);
+    EXPECT_EQ(std::memcmp(raw.data<uint8_t>(), values.data(), values.size()), 0) << path;
   }
 }
 
 TEST_F(IdxTest, ConvertsToRequestedDType) {
   const std::vector<uint8_t> values = random_values<uint8_t>(7, 11);
   const std::string path = write("u8", idx_bytes(0x08, {7}, big_endian(values)));
-  for (const DType dtype : {kFloat32, kBFloat16, kInt32, kInt64}) {
+  for (const DType dtype : {kFloat32, kBFloat16, kInt32, kInt64, kUInt8}) {
     const Tensor t = read_idx(path, dtype);
     EXPECT_EQ(t.dtype(), dtype);
     const auto got = t.to_vector<double>();
@@ -135,6 +140,13 @@ TEST_F(IdxTest, ConvertsToRequestedDType) {
   EXPECT_THAT([&] { read_idx(floats, kInt32); },
               ThrowsMessage<DTypeError>(HasSubstr("cannot read IDX float32 data as int32 (expected float32 or bfloat16)")));
   EXPECT_THAT([&] { read_idx(path, kBool); }, ThrowsMessage<DTypeError>(HasSubstr("as bool")));
+  // uint8 holds ubyte data only: wider integers would wrap, floats would truncate.
+  const std::string ints = write("i32", idx_bytes(0x0C, {1}, big_endian(std::vector<int32_t>{300})));
+  EXPECT_THAT([&] { read_idx(ints, kUInt8); },
+              ThrowsMessage<DTypeError>(HasSubstr(
+                  "read_idx: " + ints + ": cannot read IDX int32 data as uint8 (expected float32, bfloat16, int32 or int64)")));
+  EXPECT_THAT([&] { read_idx(floats, kUInt8); },
+              ThrowsMessage<DTypeError>(HasSubstr("cannot read IDX float32 data as uint8 (expected float32 or bfloat16)")));
 }
 
 TEST_F(IdxTest, GzipIsDetectedByContentNotName) {
@@ -216,7 +228,7 @@ TEST_F(IdxTest, MnistLoadDataFromFilesWithOrWithoutGz) {
   const Tree test = datasets::mnist::load_data(dir_.string(), datasets::Split::kTest);
   ASSERT_TRUE(test.is_list());
   const Tensor& images = test[0].tensor();
-  EXPECT_EQ(images.dtype(), kFloat32);
+  EXPECT_EQ(images.dtype(), kUInt8);  // as Keras's load_data
   EXPECT_EQ(images.shape(), Shape({3, 28, 28}));
   const auto got = images.to_vector<float>();
   for (size_t i = 0; i < pixels.size(); ++i) ASSERT_EQ(got[i], pixels[i]);
@@ -227,6 +239,7 @@ TEST_F(IdxTest, MnistLoadDataFromFilesWithOrWithoutGz) {
   it.next();
   const Tree second = *it.next();
   EXPECT_EQ(second[0].tensor().shape(), Shape({28, 28}));
+  EXPECT_EQ(second[0].tensor().dtype(), kUInt8);
   EXPECT_EQ(second[0].tensor().to_vector<float>()[5], pixels[28 * 28 + 5]);
   EXPECT_EQ(second[1].tensor().item<int>(), 2);
 
@@ -247,7 +260,8 @@ TEST(IdxRealDataTest, MnistTrainingSet) {
   EXPECT_EQ(labels.shape(), Shape({60000}));
   EXPECT_EQ(labels.dtype(), kInt32);
   EXPECT_EQ(labels.to_vector<int>()[0], 5);
-  const float* first = images.data<float>();
+  EXPECT_EQ(images.dtype(), kUInt8);
+  const uint8_t* first = images.data<uint8_t>();
   double sum = 0;
   for (int i = 0; i < 28 * 28; ++i) sum += first[i];
   EXPECT_EQ(sum, 27525);

@@ -132,7 +132,7 @@ TEST_F(StringDatasetTest, CacheFileVersions) {
   const std::string numbers_file = numbers + "/elements.chorus-cache";
   const auto expected = fingerprints(Dataset::range(5).cache(numbers));
   std::string bytes = read_bytes(numbers_file);
-  ASSERT_EQ(bytes[8], 2);  // the version, after the 8-byte magic
+  ASSERT_EQ(bytes[8], 3);  // the version, after the 8-byte magic
   bytes[8] = 1;
   std::ofstream(numbers_file, std::ios::binary | std::ios::trunc) << bytes;
   EXPECT_EQ(fingerprints(Dataset::range(5).cache(numbers)), expected);
@@ -146,10 +146,10 @@ TEST_F(StringDatasetTest, CacheFileVersions) {
   EXPECT_THAT([&] { fingerprints(words(2).cache(strings)); },
               ThrowsMessage<IOError>(HasSubstr("expected a dtype (0-4) for a version 1 file, found 5")));
   // A newer version is refused by name.
-  bytes[8] = 3;
+  bytes[8] = 4;
   std::ofstream(strings_file, std::ios::binary | std::ios::trunc) << bytes;
   EXPECT_THAT([&] { fingerprints(words(2).cache(strings)); },
-              ThrowsMessage<IOError>(HasSubstr("byte offset 8: expected version 1 to 2, found 3")));
+              ThrowsMessage<IOError>(HasSubstr("byte offset 8: expected version 1 to 3, found 4")));
   // A string length past the end of the file is caught.
   std::filesystem::remove(strings_file);
   fingerprints(words(2).cache(strings));

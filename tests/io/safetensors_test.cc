@@ -86,6 +86,7 @@ NamedTensors every_kind_of_tensor() {
       {"empty_f32", Tensor::empty({0, 5}, kFloat32)},
       {"empty_i64", Tensor::empty({3, 0}, kInt64)},
       {"empty_bool", Tensor::empty({0}, kBool)},
+      {"pixels_u8", from_values<uint8_t>({0, 1, 127, 128, 254, 255}, {2, 3})},
   };
 }
 
@@ -167,6 +168,7 @@ TEST_F(SafetensorsTest, HeaderIsReadableByAnIndependentReader) {
                         : tensor.dtype() == kBFloat16 ? "BF16"
                         : tensor.dtype() == kInt32    ? "I32"
                         : tensor.dtype() == kInt64    ? "I64"
+                        : tensor.dtype() == kUInt8    ? "U8"
                                                       : "BOOL";
     EXPECT_EQ(entry["dtype"], dtype);
     EXPECT_EQ(entry["shape"].get<std::vector<int64_t>>(), tensor.shape().to_vector());
@@ -305,7 +307,7 @@ TEST_F(SafetensorsTest, BadEntries) {
   EXPECT_THAT(load_error(file_bytes(R"({"w":{"dtype":"F32","data_offsets":[0,4]}})", four)),
               HasSubstr(named("tensor w: missing \"shape\"")));
   EXPECT_THAT(load_error(file_bytes(R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", four)),
-              HasSubstr(named("tensor w: dtype \"F16\" is not supported (expected one of F32, BF16, I32, I64, BOOL)")));
+              HasSubstr(named("tensor w: dtype \"F16\" is not supported (expected one of F32, BF16, I32, I64, BOOL, U8)")));
   EXPECT_THAT(load_error(file_bytes(R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})", four)),
               HasSubstr(named("tensor w: dtype 7 is not supported")));
   EXPECT_THAT(load_error(file_bytes(R"({"w":{"dtype":"F32","shape":[-1,2],"data_offsets":[0,4]}})", four)),

@@ -3,6 +3,7 @@
 // values computed in double with a tolerance that fits the dtype. Test threads only.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -34,6 +35,8 @@ inline Tensor random_of(const Shape& shape, uint64_t seed, DType dtype, double l
         data[i] = bfloat16(static_cast<float>(v));
       } else if constexpr (std::is_same_v<T, bool>) {
         data[i] = v > (lo + hi) / 2;
+      } else if constexpr (std::is_same_v<T, uint8_t>) {
+        data[i] = static_cast<uint8_t>(std::clamp(std::floor(v), 0.0, 255.0));  // whole bytes within [lo, hi]
       } else {
         data[i] = static_cast<T>(v);
       }

@@ -17,7 +17,7 @@ using testing::random_of;
 using testing::random_view;
 using testing::values_match;
 
-constexpr DType kAllDTypes[] = {kFloat32, kBFloat16, kInt32, kInt64, kBool};
+constexpr DType kAllDTypes[] = {kFloat32, kBFloat16, kInt32, kInt64, kBool, kUInt8};
 
 std::vector<double> reference_where(const Tensor& c, const Tensor& x, const Tensor& y) {
   const Shape out = broadcast_shapes(broadcast_shapes(c.shape(), x.shape(), "t"), y.shape(), "t");
@@ -109,8 +109,8 @@ TEST(ElementwiseClipErrorTest, BoundsAndDTypes) {
               ThrowsMessage<DTypeError>(HasSubstr("clip: expected a numeric dtype")));
 }
 
-// The conversion rules, written out for one value.
-double reference_cast(double v, DType to) {
+// The conversion rules, written out for one value of dtype `from`.
+double reference_cast(double v, DType from, DType to) {
   switch (to) {
     case kFloat32: return static_cast<float>(v);
     case kBFloat16: return static_cast<float>(bfloat16(static_cast<float>(v)));
@@ -121,6 +121,11 @@ double reference_cast(double v, DType to) {
       const double hi = to == kInt32 ? INT32_MAX : static_cast<double>(INT64_MAX);
       if (std::isnan(v)) return 0;
       return std::clamp(std::trunc(v), lo, hi);
+    }
+    case kUInt8: {
+      if (std::isnan(v)) return 0;
+      if (is_floating(from)) return std::clamp(std::trunc(v), 0.0, 255.0);  // floats saturate
+      return static_cast<uint8_t>(static_cast<int64_t>(v));                // integers wrap modulo 256
     }
     case kString: break;  // cast refuses strings
   }
@@ -136,7 +141,7 @@ TEST(ElementwiseCastTest, EveryPairOfDTypesMatchesReference) {
         const Tensor out = ops::cast(x, to);
         ASSERT_EQ(out.dtype(), to);
         ASSERT_EQ(out.shape(), x.shape());
-        EXPECT_TRUE(values_match(out, testing::reference_unary(x, [&](double v) { return reference_cast(v, to); }),
+        EXPECT_TRUE(values_match(out, testing::reference_unary(x, [&](double v) { return reference_cast(v, from, to); }),
                                  0, 0))
             << dtype_name(from) << " -> " << dtype_name(to) << " n=" << n;
       }
@@ -153,6 +158,30 @@ TEST(ElementwiseCastTest, FloatToIntTruncatesAndSaturates) {
   // Integer narrowing wraps; NaN is true.
   EXPECT_EQ(ops::cast(from_values<int64_t>({(int64_t{1} << 32) + 5}), kInt32).item<int32_t>(), 5);
   EXPECT_TRUE(ops::cast(from_values({NAN}), kBool).item<bool>());
+}
+
+// Keras's uint8 (MNIST's pixels): floats saturate to [0, 255] (NumPy's astype on x86 would
+// wrap -1 to 255), integers wrap modulo 256 as NumPy's astype, and every byte converts to
+// float32, bfloat16, int32 and int64 and back unchanged.
+TEST(ElementwiseCastTest, UInt8SaturatesFloatsWrapsIntegersAndRoundTrips) {
+  const Tensor floats = from_values({0.f, 254.9f, 255.f, 256.f, -0.9f, -1.f, 300.f, NAN, INFINITY, -INFINITY});
+  EXPECT_EQ(ops::cast(floats, kUInt8).to_vector<int>(), (std::vector<int>{0, 254, 255, 255, 0, 0, 255, 0, 255, 0}));
+  EXPECT_EQ(ops::cast(ops::cast(floats, kBFloat16), kUInt8).to_vector<int>(),
+            (std::vector<int>{0, 255, 255, 255, 0, 0, 255, 0, 255, 0}));  // 254.9 rounds to 255 in bfloat16
+  EXPECT_EQ(ops::cast(from_values<int32_t>({-1, 256, 300, 255}), kUInt8).to_vector<int>(),
+            (std::vector<int>{255, 0, 44, 255}));
+  EXPECT_EQ(ops::cast(from_values<int64_t>({-2, (int64_t{1} << 40) + 7}), kUInt8).to_vector<int>(),
+            (std::vector<int>{254, 7}));
+  Tensor bytes = Tensor::empty({256}, kUInt8);
+  for (int i = 0; i < 256; ++i) bytes.data<uint8_t>()[i] = static_cast<uint8_t>(i);
+  for (DType via : {kFloat32, kBFloat16, kInt32, kInt64}) {
+    const Tensor there = ops::cast(bytes, via);
+    EXPECT_EQ(there.to_vector<double>()[255], 255.0) << dtype_name(via);
+    EXPECT_TRUE(array_equal(ops::cast(there, kUInt8), bytes)) << dtype_name(via);
+  }
+  EXPECT_EQ(ops::cast(from_values<bool>({true, false}), kUInt8).to_vector<int>(), (std::vector<int>{1, 0}));
+  EXPECT_EQ(ops::cast(bytes, kBool).to_vector<int>()[0], 0);
+  EXPECT_EQ(ops::cast(bytes, kBool).to_vector<int>()[2], 1);
 }
 
 TEST(ElementwiseCastTest, SameDTypeIsAViewOnTheSameStorage) {

@@ -16,7 +16,7 @@ using ::testing::ThrowsMessage;
 using testing::expect_gradients_match;
 using testing::random_tensor;
 
-constexpr DType kShapeOpDTypes[] = {kFloat32, kBFloat16, kInt32, kInt64, kBool};
+constexpr DType kShapeOpDTypes[] = {kFloat32, kBFloat16, kInt32, kInt64, kBool, kUInt8};
 
 // Random, never-all-zero values of any dtype.
 Tensor random_nonzero_of(const Shape& shape, uint64_t seed, DType dtype = kFloat32) {
@@ -33,6 +33,8 @@ Tensor random_nonzero_of(const Shape& shape, uint64_t seed, DType dtype = kFloat
         dst[i] = src[i] > 0;
       } else if constexpr (std::is_same_v<T, float>) {
         dst[i] = src[i];
+      } else if constexpr (std::is_same_v<T, uint8_t>) {
+        dst[i] = static_cast<uint8_t>(src[i] + 128);  // 28..228
       } else {
         dst[i] = static_cast<T>(src[i] * 1000);
       }

@@ -38,7 +38,9 @@ enum class UnaryOp : uint8_t {
   kCount
 };
 inline constexpr int kNumUnaryOps = static_cast<int>(UnaryOp::kCount);
-inline constexpr int kNumDTypes = 5;  // the numeric and bool dtypes: ops refuse kString before any kernel
+// Table slots per dtype: one per DType value. kString's stay empty (ops refuse strings
+// before any kernel), and uint8 has only cast, equal, not_equal and where.
+inline constexpr int kNumDTypes = 7;
 
 // Extra scalar arguments: clip bounds (kClip, kClipGrad). For integer dtypes the bounds
 // are rounded inward (ceil(lo), floor(hi)) and saturated to the type's range.
@@ -53,13 +55,13 @@ constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::kEqual && op 
 constexpr bool binary_supported(BinaryOp op, DType dtype) {
   if (dtype == DType::kString) return false;
   if (op == BinaryOp::kEqual || op == BinaryOp::kNotEqual) return true;
-  if (dtype == DType::kBool) return false;
+  if (dtype == DType::kBool || dtype == DType::kUInt8) return false;
   if (op <= BinaryOp::kMinimum || is_comparison(op)) return true;
   return is_floating(dtype);
 }
 constexpr bool unary_supported(UnaryOp op, DType dtype) {
   if (dtype == DType::kString) return false;
-  if (dtype == DType::kBool) return false;
+  if (dtype == DType::kBool || dtype == DType::kUInt8) return false;
   return op <= UnaryOp::kClip || is_floating(dtype);
 }
 // Result dtype of a binary kernel on `dtype` inputs.
@@ -76,7 +78,8 @@ void unary(UnaryOp op, const Tensor& x, const Tensor& out, KernelParams params =
 // x and y of out's dtype.
 void where(const Tensor& condition, const Tensor& x, const Tensor& y, const Tensor& out);
 // out = x converted to out's dtype (same shape): floats to ints truncate toward zero
-// (saturating; NaN gives 0), to bool is x != 0, bool to numbers is 0 or 1.
+// (saturating; NaN gives 0; to uint8 that is clamping to [0, 255]), ints to uint8 wrap
+// modulo 256, to bool is x != 0, bool to numbers is 0 or 1.
 void cast(const Tensor& x, const Tensor& out);
 // The same conversion of `n` contiguous elements between raw buffers (operands that are
 // not tensors of their own: matmul's bfloat16 fallback).

@@ -24,6 +24,7 @@ template <> struct StorageOfT<DType::kBFloat16> { using type = uint16_t; };
 template <> struct StorageOfT<DType::kInt32> { using type = int32_t; };
 template <> struct StorageOfT<DType::kInt64> { using type = int64_t; };
 template <> struct StorageOfT<DType::kBool> { using type = uint8_t; };
+template <> struct StorageOfT<DType::kUInt8> { using type = uint8_t; };  // bool's type: cast tells them apart by DType
 template <DType D> using StorageOf = typename StorageOfT<D>::type;
 
 // The type arithmetic happens in: bfloat16 computes in float32.
@@ -217,24 +218,35 @@ template <class I> [[gnu::always_inline]] inline I float_to_int(float f) {
   return f >= kLimit ? ~static_cast<I>(static_cast<U<I>>(1) << (8 * sizeof(I) - 1)) : truncated;
 }
 
-template <class From, class To> [[gnu::always_inline]] inline To convert(From x) {
+// Float to uint8: truncate toward zero, saturate to [0, 255], NaN -> 0 (as float_to_int;
+// NumPy's astype on x86 wraps instead, -1.0 -> 255 and 300.0 -> 44).
+[[gnu::always_inline]] inline uint8_t float_to_uint8(float f) {
+  return static_cast<uint8_t>(f != f ? 0.0f : (f < 0.0f ? 0.0f : (f > 255.0f ? 255.0f : f)));
+}
+
+// One element from dtype `from` to dtype `to`. By DType, not storage type: bool and uint8
+// share uint8_t storage but convert differently.
+template <DType from, DType to> [[gnu::always_inline]] inline StorageOf<to> convert(StorageOf<from> x) {
+  using To = StorageOf<to>;
   const auto value = load(x);
-  if constexpr (std::is_same_v<To, uint8_t>) {
+  if constexpr (to == DType::kBool) {
     return static_cast<uint8_t>(value != 0);
-  } else if constexpr (std::is_same_v<To, uint16_t>) {
+  } else if constexpr (to == DType::kBFloat16) {
     return float_to_bf16(static_cast<float>(value));
-  } else if constexpr (kIsFloat<From> && !std::is_same_v<To, float>) {
+  } else if constexpr (kIsFloat<StorageOf<from>> && to == DType::kUInt8) {
+    return float_to_uint8(value);
+  } else if constexpr (kIsFloat<StorageOf<from>> && to != DType::kFloat32) {
     return float_to_int<To>(value);
   } else {
-    return static_cast<To>(value);
+    return static_cast<To>(value);  // integers to uint8 wrap modulo 256, as NumPy's astype
   }
 }
 
-template <class From, class To>
+template <DType from, DType to>
 void cast_loop(const void* x_ptr, void* out_ptr, int64_t n) {
-  const From* __restrict x = static_cast<const From*>(x_ptr);
-  To* __restrict out = static_cast<To*>(out_ptr);
-  for (int64_t i = 0; i < n; ++i) out[i] = convert<From, To>(x[i]);
+  const StorageOf<from>* __restrict x = static_cast<const StorageOf<from>*>(x_ptr);
+  StorageOf<to>* __restrict out = static_cast<StorageOf<to>*>(out_ptr);
+  for (int64_t i = 0; i < n; ++i) out[i] = convert<from, to>(x[i]);
 }
 
 template <class S, int layout>
@@ -276,7 +288,12 @@ template <int I> constexpr UnaryKernel unary_entry() {
 }
 
 template <int I> constexpr CastKernel cast_entry() {
-  return &cast_loop<StorageOf<static_cast<DType>(I / kNumDTypes)>, StorageOf<static_cast<DType>(I % kNumDTypes)>>;
+  constexpr auto from = static_cast<DType>(I / kNumDTypes), to = static_cast<DType>(I % kNumDTypes);
+  if constexpr (from == DType::kString || to == DType::kString) {
+    return nullptr;
+  } else {
+    return &cast_loop<from, to>;
+  }
 }
 
 template <int I> constexpr WhereKernel where_entry() {

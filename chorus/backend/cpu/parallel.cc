@@ -29,6 +29,16 @@ void set_intra_op_threads(int threads) {
   omp_set_num_threads(t_threads);
 }
 
+IntraOpThreadsScope::IntraOpThreadsScope(int threads)
+    : saved_threads_(t_threads), saved_omp_threads_(omp_get_max_threads()) {
+  set_intra_op_threads(threads);
+}
+
+IntraOpThreadsScope::~IntraOpThreadsScope() {
+  t_threads = saved_threads_;
+  omp_set_num_threads(saved_omp_threads_);
+}
+
 LentThreads* lent_threads() { return t_lent; }
 
 LentThreadsScope::LentThreadsScope(LentThreads* threads) : saved_(t_lent) { t_lent = threads; }

@@ -17,6 +17,20 @@ int intra_op_threads();
 // Sets the calling thread's budget (>= 1) for itself and the OpenMP pool it drives.
 void set_intra_op_threads(int threads);
 
+// Sets the calling thread's budget to `threads` for the scope's life, then restores what
+// it was (set or OpenMP's default). Data pipelines run map functions under a budget of 1.
+class IntraOpThreadsScope {
+ public:
+  explicit IntraOpThreadsScope(int threads);
+  ~IntraOpThreadsScope();
+  IntraOpThreadsScope(const IntraOpThreadsScope&) = delete;
+  IntraOpThreadsScope& operator=(const IntraOpThreadsScope&) = delete;
+
+ private:
+  int saved_threads_;      // the budget set before, 0 when none was
+  int saved_omp_threads_;  // OpenMP's thread count before
+};
+
 // Sets FTZ and DAZ in the calling thread's MXCSR: denormal floats are several times
 // slower on x86, and TensorFlow flushes them too. Called by every parallel region.
 void enable_flush_denormal();

@@ -23,10 +23,15 @@ struct MnistDatasets {
 // The tutorial's get_dataset(): the last 10,000 training images are the validation set
 // (as the guide's Python version; the R one draws them at random), the other 50,000
 // train in their stored order; pixels flattened to 784 raw 0-255 floats (divided by 255
-// with `normalize`). With `shuffle` the training set is reshuffled every epoch from
-// `seed` (the tutorial does not).
+// with `normalize`). The datasets hold load_data's uint8 images and convert each batch
+// (to_float_batch, a map after batch). With `shuffle` the training set is reshuffled
+// every epoch from `seed` (the tutorial does not).
 MnistDatasets get_dataset(const std::string& dir, int64_t batch_size = 64, bool normalize = false,
                           bool shuffle = false, uint64_t seed = 42);
+
+// A batch [images (B, ...) uint8, labels] as [images float32, labels], the pixels divided
+// by 255 with `normalize`: get_dataset's per-batch map.
+Tree to_float_batch(const Tree& batch, bool normalize);
 
 // The tutorial's make_or_restore_model(): the latest "ckpt-<epoch>.keras" in
 // `checkpoint_dir` loaded, or a fresh get_compiled_model() (path "", epoch 0) when there
