@@ -11,6 +11,8 @@
 //   36.3 µs. No lock; bounded per thread by kMaxThreadCachedBytes and kMaxBlocksPerSize.
 #include "chorus/core/storage.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -29,6 +31,8 @@ constexpr size_t kMaxCachedBytes = size_t{2} << 30;
 constexpr size_t kThreadCacheMinBytes = size_t{1} << 10;
 constexpr size_t kMaxThreadCachedBytes = size_t{64} << 20;
 constexpr size_t kMaxBlocksPerSize = 16;
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+constexpr size_t kHugePageMinBytes = size_t{8} << 20;
 
 class HostBlockCache {
  public:
@@ -148,6 +152,20 @@ size_t cached_capacity(size_t capacity) {
   return round_up(capacity, top / 16);
 }
 
+// A block from the C allocator. One of kHugePageMinBytes or more is aligned to, and
+// rounded up to, 2 MiB huge pages and advised to use them (MADV_HUGEPAGE; transparent
+// huge pages are "madvise" on Debian's kernels): its first touch then faults once per
+// 2 MiB instead of once per 4 KiB. On a VM a fault costs microseconds: decoding MNIST's
+// 47 MB of training images spent more time faulting than inflating. Grows *capacity to
+// the rounded size.
+void* allocate_fresh(size_t& capacity) {
+  if (capacity < kHugePageMinBytes) return std::aligned_alloc(kStorageAlignment, capacity);
+  capacity = round_up(capacity, kHugePageBytes);
+  void* data = std::aligned_alloc(kHugePageBytes, capacity);
+  if (data != nullptr) ::madvise(data, capacity, MADV_HUGEPAGE);  // advice: ignored where THP is off
+  return data;
+}
+
 }  // namespace
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
@@ -162,7 +180,7 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
   } else if (thread_cached(capacity)) {
     if (ThreadBlockCache* cache = ThreadBlockCache::current()) data = cache->take(capacity);
   }
-  if (data == nullptr) data = std::aligned_alloc(kStorageAlignment, capacity);
+  if (data == nullptr) data = allocate_fresh(capacity);
   if (data == nullptr) throw_error("Storage: out of memory allocating {} bytes", capacity);
   return std::shared_ptr<Storage>(new Storage(data, nbytes, capacity, device));
 }

@@ -1,6 +1,9 @@
 #include "chorus/core/tensor.h"
 
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "chorus/core/creation.h"
@@ -105,6 +108,26 @@ TEST(TensorTest, LargeBlocksAreReusedFromTheCache) {
   Tensor again = Tensor::empty({1 << 20});
   EXPECT_EQ(again.raw_data(), first);
   EXPECT_EQ(cached_host_bytes(), 0u);
+}
+
+// Blocks of 8 MiB and more sit on 2 MiB boundaries and are advised to use transparent
+// huge pages, so that their first touch faults once per 2 MiB, not once per 4 KiB.
+TEST(TensorTest, BlocksOfEightMiBAndMoreAreOnHugePages) {
+  release_cached_host_memory();
+  Tensor big = Tensor::empty({3 << 20});  // 12 MiB
+  const auto address = reinterpret_cast<uintptr_t>(big.raw_data());
+  EXPECT_EQ(address % (uintptr_t{2} << 20), 0u);
+  // Where the kernel says per mapping whether it may use huge pages, it must say so here.
+  std::ifstream smaps("/proc/self/smaps");
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &begin, &end) == 2) {  // a mapping's first line
+      inside = begin <= address && address < end;
+    } else if (inside && line.rfind("THPeligible:", 0) == 0) {
+      EXPECT_NE(line.find('1'), std::string::npos) << line;
+    }
+  }
 }
 
 TEST(TensorTest, ALargeBlockServesSlightlyLargerRequestsLater) {
