@@ -14,31 +14,7 @@ namespace {
 
 // The recording switch: the tape that records ops made on this thread.
 thread_local GradientTape* t_current_tape = nullptr;
-// The row streams offered to the backward function running on this thread, by input.
-thread_local std::span<const RowStream* const> t_row_streams;
-// Where the backward function running on this thread may put IndexedSlices, by input.
-thread_local std::span<std::vector<IndexedSlices>* const> t_slice_sinks;
 std::atomic<uint64_t> g_next_tape_id{1};  // ids are never reused, so stale slots never match
-
-// Offers row streams and slice sinks to the backward function run in its lifetime.
-class BackwardScope {
- public:
-  BackwardScope(std::span<const RowStream* const> streams, std::span<std::vector<IndexedSlices>* const> sinks)
-      : saved_streams_(t_row_streams), saved_sinks_(t_slice_sinks) {
-    t_row_streams = streams;
-    t_slice_sinks = sinks;
-  }
-  ~BackwardScope() {
-    t_row_streams = saved_streams_;
-    t_slice_sinks = saved_sinks_;
-  }
-  BackwardScope(const BackwardScope&) = delete;
-  BackwardScope& operator=(const BackwardScope&) = delete;
-
- private:
-  std::span<const RowStream* const> saved_streams_;
-  std::span<std::vector<IndexedSlices>* const> saved_sinks_;
-};
 
 Tensor add_gradients(const char* op, const Tensor& a, const Tensor& b);
 
@@ -92,13 +68,9 @@ Tensor add_gradients(const char* op, const Tensor& a, const Tensor& b) {
 
 GradientTape* current_tape() { return t_current_tape; }
 
-const RowStream* row_stream(size_t input) { return input < t_row_streams.size() ? t_row_streams[input] : nullptr; }
-
-bool accepts_indexed_slices(size_t input) { return input < t_slice_sinks.size() && t_slice_sinks[input] != nullptr; }
-
-void add_indexed_slices(size_t input, IndexedSlices slices) {
+void BackwardContext::add_indexed_slices(size_t input, IndexedSlices slices) const {
   assert(accepts_indexed_slices(input));
-  t_slice_sinks[input]->push_back(std::move(slices));
+  sinks_[input]->push_back(std::move(slices));
 }
 
 GradientTape::GradientTape(bool persistent)
@@ -270,11 +242,7 @@ std::vector<Tensor> GradientTape::compute_gradients(const Tensor& target, std::s
           sink_of[i] = &slices[static_cast<size_t>(slot)];
         }
       }
-      std::vector<Tensor> grad_inputs;
-      {
-        BackwardScope scope(stream_of, sink_of);
-        grad_inputs = record.backward(grad_outputs);
-      }
+      std::vector<Tensor> grad_inputs = record.backward(grad_outputs, BackwardContext(stream_of, sink_of));
       for (size_t i = 0; i < record.input_slots.size(); ++i) {
         const int32_t slot = record.input_slots[i];
         if (slot < 0) continue;

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "chorus/autograd/indexed_slices.h"
@@ -23,10 +25,6 @@
 
 namespace chorus::autograd {
 
-// Computes the gradients of a record's inputs from those of its outputs. Receives one
-// gradient per output (undefined where no gradient reached that output) and returns one
-// per input (undefined where the input gets none). Runs with recording off.
-using BackwardFn = std::function<std::vector<Tensor>(std::span<const Tensor> grad_outputs)>;
 
 // Called by GradientTape::gradient as soon as the gradient of sources[index] is final
 // (no record left to process uses it), while the backward pass goes on: data-parallel
@@ -49,7 +47,7 @@ struct GradientStreaming {
   std::function<bool(size_t index)> takes_slices;
 };
 
-// What a backward function may stream one input's gradient to (see row_stream()).
+// What a backward function may stream one input's gradient to (BackwardContext::row_stream).
 class RowStream {
  public:
   RowStream(const GradientStreaming& streaming, size_t source, std::span<const int64_t> row_ends)
@@ -66,18 +64,38 @@ class RowStream {
   std::span<const int64_t> row_ends_;
 };
 
-// Inside a backward function: where the gradient of its `input` may be streamed in row
-// blocks, or nullptr. Set only for an input that is a streamed source whose whole gradient
-// this record produces (its only use on the tape); a backward function may ignore it.
-const RowStream* row_stream(size_t input);
+// What GradientTape::gradient offers one backward function beyond returning dense
+// gradients, by input: a row stream, and a sink for IndexedSlices. Made by the tape for
+// one call of one record's backward function and passed to it; valid only during it.
+class BackwardContext {
+ public:
+  BackwardContext() = default;
+  BackwardContext(std::span<const RowStream* const> streams, std::span<std::vector<IndexedSlices>* const> sinks)
+      : streams_(streams), sinks_(sinks) {}
 
-// Inside a backward function: whether the gradient of its `input` may be given as
-// IndexedSlices through add_indexed_slices() rather than returned dense. True only when
-// the caller of gradient() asked for sparse gradients and `input` is one of its sources.
-bool accepts_indexed_slices(size_t input);
-// Gives this record's gradient of `input` as slices; the backward function then returns
-// an undefined tensor for it. REQUIRES: accepts_indexed_slices(input).
-void add_indexed_slices(size_t input, IndexedSlices slices);
+  // Where the gradient of `input` may be streamed in row blocks, or nullptr. Set only for
+  // an input that is a streamed source whose whole gradient this record produces (its only
+  // use on the tape); a backward function may ignore it.
+  const RowStream* row_stream(size_t input) const { return input < streams_.size() ? streams_[input] : nullptr; }
+  // Whether the gradient of `input` may be given as IndexedSlices through
+  // add_indexed_slices() rather than returned dense. True only when the caller of
+  // gradient() asked for sparse gradients and `input` is one of its sources.
+  bool accepts_indexed_slices(size_t input) const { return input < sinks_.size() && sinks_[input] != nullptr; }
+  // Gives this record's gradient of `input` as slices; the backward function then returns
+  // an undefined tensor for it. REQUIRES: accepts_indexed_slices(input).
+  void add_indexed_slices(size_t input, IndexedSlices slices) const;
+
+ private:
+  std::span<const RowStream* const> streams_;
+  std::span<std::vector<IndexedSlices>* const> sinks_;
+};
+
+// Computes the gradients of a record's inputs from those of its outputs. Receives one
+// gradient per output (undefined where no gradient reached that output) and returns one
+// per input (undefined where the input gets none). Runs with recording off. record()
+// also takes functions of grad_outputs alone, for backward functions that stream nothing.
+using BackwardFn =
+    std::function<std::vector<Tensor>(std::span<const Tensor> grad_outputs, const BackwardContext& context)>;
 
 class GradientTape {
  public:
@@ -192,7 +210,13 @@ void record(const char* op, std::span<const Tensor> inputs, std::span<const Tens
     if (t.defined() && is_floating(t.dtype()) && tape->slot_of(t) >= 0) any_tracked = true;
   }
   if (!any_tracked) return;
-  tape->add_record(op, inputs, outputs, BackwardFn(make_backward()));
+  auto backward = make_backward();
+  if constexpr (std::is_invocable_v<decltype(backward)&, std::span<const Tensor>, const BackwardContext&>) {
+    tape->add_record(op, inputs, outputs, BackwardFn(std::move(backward)));
+  } else {
+    tape->add_record(op, inputs, outputs,
+                     [f = std::move(backward)](std::span<const Tensor> g, const BackwardContext&) mutable { return f(g); });
+  }
 }
 
 template <class MakeBackward>

@@ -107,14 +107,14 @@ Tensor take(const Tensor& x, const Tensor& indices, int axis) {
     });
   }
   autograd::record("take", {x, indices}, {out}, [&] {
-    return [indices, x_shape = x.shape(), v](std::span<const Tensor> g) {
+    return [indices, x_shape = x.shape(), v](std::span<const Tensor> g, const autograd::BackwardContext& context) {
       // A row gather of a float32 table: its gradient can be the gathered rows' gradients
       // themselves, with no table-sized tensor (an Embedding's sparse gradient).
-      if (v.outer == 1 && g[0].dtype() == kFloat32 && autograd::accepts_indexed_slices(0)) {
+      if (v.outer == 1 && g[0].dtype() == kFloat32 && context.accepts_indexed_slices(0)) {
         Shape rows{v.count};
         for (int d = 1; d < x_shape.rank(); ++d) rows.push_back(x_shape[d]);
-        autograd::add_indexed_slices(0, {.values = g[0].view(rows), .indices = indices.view(Shape{v.count}),
-                                         .dense_shape = x_shape});
+        context.add_indexed_slices(0, {.values = g[0].view(rows), .indices = indices.view(Shape{v.count}),
+                                       .dense_shape = x_shape});
         return std::vector<Tensor>{Tensor(), Tensor()};
       }
       return std::vector<Tensor>{take_grad(g[0], indices, x_shape, v), Tensor()};

@@ -183,11 +183,11 @@ Tensor streamed_kernel_gradient(const Tensor& a, const Tensor& g, const autograd
 autograd::BackwardFn make_backward(const Tensor& a, const Tensor& b, const Layout& l) {
   const bool need_a = autograd::needs_gradient(a), need_b = autograd::needs_gradient(b);
   return [a, b, need_a, need_b, ta = l.ta, tb = l.tb, pa = l.pa, pb = l.pb,
-          g_shape = l.promoted_out](std::span<const Tensor> g) {
+          g_shape = l.promoted_out](std::span<const Tensor> g, const autograd::BackwardContext& context) {
     const Tensor a2 = a.view(pa), b2 = b.view(pb), g2 = g[0].view(g_shape);
     std::vector<Tensor> grads(2);
     // A Dense kernel's gradient goes first, in the row blocks its consumer asked for.
-    const autograd::RowStream* stream = need_b ? autograd::row_stream(1) : nullptr;
+    const autograd::RowStream* stream = need_b ? context.row_stream(1) : nullptr;
     if (stream != nullptr && a.rank() == 2 && b.rank() == 2 && !ta && !tb && stream->row_ends().back() == b.dim(0)) {
       grads[1] = streamed_kernel_gradient(a, g[0], *stream);
     } else if (need_b) {
@@ -241,8 +241,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Matmul
   }
   autograd::record("matmul", {a, b, bias}, {out}, [&] {
     return [product = make_backward(a, b, l), need_bias = autograd::needs_gradient(bias),
-            n = l.n](std::span<const Tensor> g) {
-      std::vector<Tensor> grads = product(g);
+            n = l.n](std::span<const Tensor> g, const autograd::BackwardContext& context) {
+      std::vector<Tensor> grads = product(g, context);
       grads.push_back(need_bias ? sum(g[0].view({g[0].numel() / std::max<int64_t>(n, 1), n}), 0) : Tensor());
       return grads;
     };

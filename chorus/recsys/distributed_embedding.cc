@@ -163,15 +163,15 @@ std::vector<Tensor> DistributedEmbedding::lookup(const std::vector<Tensor>& ids)
     const Variable& table = embeddings_[table_of_[f]];
     autograd::record("distributed_embedding_lookup", {table.value()}, {rows[f]}, [&] {
       return [indices = ids[f].view(Shape{ids[f].numel()}), whole = table.whole_shape(),
-              path = table.path()](std::span<const Tensor> g) {
-        if (!autograd::accepts_indexed_slices(0)) {
+              path = table.path()](std::span<const Tensor> g, const autograd::BackwardContext& context) {
+        if (!context.accepts_indexed_slices(0)) {
           throw_error<ValueError>("{}: the gradient of a table split across workers comes only as rows (sparse "
                                   "gradients, as fit's steps ask for)",
                                   path);
         }
-        autograd::add_indexed_slices(0, {.values = g[0].view(Shape{indices.numel(), whole[1]}),
-                                         .indices = indices,
-                                         .dense_shape = whole});
+        context.add_indexed_slices(0, {.values = g[0].view(Shape{indices.numel(), whole[1]}),
+                                       .indices = indices,
+                                       .dense_shape = whole});
         return std::vector<Tensor>{Tensor()};
       };
     });
