@@ -14,6 +14,7 @@ macro(chorus_find_dependencies command)
   cmake_language(CALL ${command} ICU COMPONENTS uc i18n ${ARGN}) # text: normalisation, categories, case folding
   cmake_language(CALL ${command} PkgConfig ${ARGN})
   pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)           # text: regular expressions (no CMake config in Debian)
+  pkg_check_modules(LIBDEFLATE REQUIRED IMPORTED_TARGET libdeflate) # gzipped IDX files inflated whole (no CMake config in 1.14)
   cmake_language(CALL ${command} Protobuf ${ARGN})              # TensorBoard event files (protobuf::libprotobuf)
   # FarmHash's Fingerprint64 (the Hashing layer, OOV buckets): Debian's libfarmhash-dev ships
   # neither a CMake config nor a pkg-config file, so the imported target is made here.

@@ -32,5 +32,5 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 # The -dev packages whose CMake configs chorus-config.cmake finds, plus g++ for OpenMP.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "g++, libdnnl-dev, ocl-icd-opencl-dev, libfmt-dev, nlohmann-json3-dev, libcurl4-openssl-dev, libarchive-dev, zlib1g-dev, libssl-dev, libgloo-dev, libicu-dev, libre2-dev, libfarmhash-dev, pkg-config, libprotobuf-dev")
+    "g++, libdnnl-dev, ocl-icd-opencl-dev, libfmt-dev, nlohmann-json3-dev, libcurl4-openssl-dev, libarchive-dev, zlib1g-dev, libdeflate-dev, libssl-dev, libgloo-dev, libicu-dev, libre2-dev, libfarmhash-dev, pkg-config, libprotobuf-dev")
 include(CPack)

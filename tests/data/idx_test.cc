@@ -158,6 +158,20 @@ TEST_F(IdxTest, GzipIsDetectedByContentNotName) {
   EXPECT_EQ(read_idx(write("members.gz", members)).to_vector<int>(), (std::vector<int>{1, 2, 3}));
 }
 
+TEST_F(IdxTest, GzippedBytesAreInflatedWholeAndNotCopied) {
+  const std::string bytes = idx_bytes(0x08, {2, 3}, "abcdef");
+  const std::vector<int> expected = {'a', 'b', 'c', 'd', 'e', 'f'};
+  const Tensor whole = read_idx(write("whole.gz", gzip(bytes)));
+  EXPECT_EQ(whole.shape(), Shape({2, 3}));
+  EXPECT_EQ(whole.to_vector<int>(), expected);
+  // The tensor is the inflated buffer itself, past the 12-byte header.
+  EXPECT_EQ(whole.impl()->offset, 12u);
+  // Several members go through the streaming reader, into a tensor of their own.
+  const Tensor streamed = read_idx(write("members.gz", gzip(bytes.substr(0, 5)) + gzip(bytes.substr(5))));
+  EXPECT_EQ(streamed.to_vector<int>(), expected);
+  EXPECT_EQ(streamed.impl()->offset, 0u);
+}
+
 TEST_F(IdxTest, WrongMagicNamesFileAndBytes) {
   const std::string path = write("bad-magic", idx_bytes(0x07, {1}, "x"));
   EXPECT_THAT([&] { read_idx(path); },
@@ -176,8 +190,13 @@ TEST_F(IdxTest, ShortFilesSayWhatIsMissing) {
   EXPECT_THAT([&] { read_idx(write("train-images-idx3-ubyte", images)); },
               ThrowsMessage<IOError>(HasSubstr("train-images-idx3-ubyte: expected 47040000 bytes of data after the "
                                                "header (dims (60000, 28, 28)), found 1000 (file truncated?)")));
-  // Gzipped: a header promising far more than the compressed rest can hold fails before allocating.
+  // Gzipped, inflated whole: the same exact count.
   EXPECT_THAT([&] { read_idx(write("train-images-idx3-ubyte.gz", gzip(images))); },
+              ThrowsMessage<IOError>(HasSubstr("expected 47040000 bytes of data after the header (dims (60000, 28, "
+                                               "28)), found 1000 (file truncated?)")));
+  // Streamed (two members): a header promising far more than the compressed rest can hold
+  // fails before allocating.
+  EXPECT_THAT([&] { read_idx(write("two-members.gz", gzip(images.substr(0, 8)) + gzip(images.substr(8)))); },
               ThrowsMessage<IOError>(HasSubstr("expected 47040000 bytes of data after the header (dims (60000, 28, "
                                                "28)), more than the rest of this gzip file can hold")));
   const std::string small = idx_bytes(0x0C, {100, 10}, std::string(300, '\x01'));
