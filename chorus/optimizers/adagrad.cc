@@ -48,7 +48,7 @@ void Adagrad::update_step_sparse(const autograd::IndexedSlices& grad, const Vari
     Optimizer::update_step_sparse(grad, variable, slot_index, lr, step);
     return;
   }
-  if (variable.shape()[0] < kSparseMinRowsPerGradientRow * grad.indices.numel()) {
+  if (!SparseRows::pays(variable, grad)) {
     // Unless the table has well over the batch's rows, the dense update's sequential
     // passes beat grouping the rows (docs/benchmarks.md); the bits are the same either
     // way. Its gradient goes into a buffer kept at +0.0 between steps: the rows are added

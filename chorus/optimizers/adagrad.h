@@ -27,10 +27,6 @@ struct AdagradOptions {
 
 class Adagrad : public Optimizer {
  public:
-  // A sparse gradient updates only its rows when the variable has at least this many
-  // rows per gradient row; a denser one takes the dense update (same bits, less time).
-  static constexpr int64_t kSparseMinRowsPerGradientRow = 2;
-
   // Throws ValueError if initial_accumulator_value < 0.
   explicit Adagrad(AdagradOptions options = {});
   // Defaults, with this learning rate: `Adagrad(0.2)`.

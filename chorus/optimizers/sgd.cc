@@ -1,7 +1,10 @@
 #include "chorus/optimizers/sgd.h"
 
+#include <cmath>
+
 #include "chorus/core/error.h"
 #include "chorus/optimizers/base_options.h"
+#include "chorus/optimizers/sparse_rows.h"
 #include "chorus/optimizers/update_kernels.h"
 
 namespace chorus::optimizers {
@@ -27,6 +30,24 @@ void SGD::update_step(const Tensor& grad, const Variable& variable, size_t slot_
       .nesterov = nesterov_,
   };
   kernels::sgd(args, grad.numel());
+}
+
+void SGD::update_step_sparse(const autograd::IndexedSlices& grad, const Variable& variable, size_t slot_index,
+                             double lr, int64_t step) {
+  const auto lr32 = static_cast<float>(lr);
+  // var - 0 * lr keeps var's bits only for a finite lr >= 0 (-0.0 - -0.0 is +0.0).
+  if (momentum_ != 0 || !(std::isfinite(lr32) && lr32 >= 0) || !SparseRows::pays(variable, grad)) {
+    Optimizer::update_step_sparse(grad, variable, slot_index, lr, step);
+    return;
+  }
+  const SparseRows rows(grad);
+  kernels::sgd_groups({.var = variable.value().data<float>(),
+                       .momentum = nullptr,
+                       .grad = nullptr,
+                       .lr = lr32,
+                       .momentum_rate = 0.0f,
+                       .nesterov = false},
+                      rows.groups(), 0, rows.size());
 }
 
 nlohmann::json SGD::get_config() const {

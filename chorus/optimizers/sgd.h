@@ -37,6 +37,11 @@ class SGD : public Optimizer {
   void build_slots(const Variable& variable) override;
   void update_step(const Tensor& grad, const Variable& variable, size_t slot_index, double lr,
                    int64_t step) override;
+  // Without momentum only the gradient's rows are updated, with the dense update's bits:
+  // a row with a zero gradient keeps its value. Momentum decays every row's velocity, so
+  // it takes the dense update, as Keras does.
+  void update_step_sparse(const autograd::IndexedSlices& grad, const Variable& variable, size_t slot_index, double lr,
+                          int64_t step) override;
 
  private:
   double momentum_;

@@ -9,12 +9,20 @@
 #include <vector>
 
 #include "chorus/autograd/indexed_slices.h"
+#include "chorus/autograd/variable.h"
 #include "chorus/optimizers/update_kernels.h"
 
 namespace chorus::optimizers {
 
 class SparseRows {
  public:
+  // Whether updating only `gradient`'s rows beats the dense update of `variable` (the
+  // bits are the same either way): when the variable has at least two rows per gradient
+  // row; a denser gradient's sequential passes win (docs/benchmarks.md).
+  static bool pays(const autograd::Variable& variable, const autograd::IndexedSlices& gradient) {
+    return variable.shape()[0] >= 2 * gradient.indices.numel();
+  }
+
   // REQUIRES: `slices` is well formed (indices in range, values of shape
   // (n,) + dense_shape[1:]), as Optimizer::apply_gradients checks.
   explicit SparseRows(autograd::IndexedSlices slices);

@@ -32,15 +32,10 @@ void run(const Args& args, int64_t n, Loop loop) {
   parallel_for(n, kGrain, [&](int64_t begin, int64_t end) { loop(args, begin, end); });
 }
 
-}  // namespace
-
-void sgd(const SgdArgs& args, int64_t n) { run(args, n, table().sgd); }
-void adam(const AdamArgs& args, int64_t n) { run(args, n, table().adam); }
-void adagrad(const AdagradArgs& args, int64_t n) { run(args, n, table().adagrad); }
-void rmsprop(const RmspropArgs& args, int64_t n) { run(args, n, table().rmsprop); }
-
-void adagrad_groups(const AdagradArgs& args, const RowGroups& groups, int64_t begin, int64_t end) {
-  const auto loop = table().adagrad_groups;
+// Groups [begin, end) of a sparse gradient split across the threads, each summing its
+// groups' rows into its share of one scratch buffer.
+template <class Args, class Loop>
+void run_groups(const Args& args, const RowGroups& groups, int64_t begin, int64_t end, Loop loop) {
   // Kept between calls: a step's sums take the same memory every time.
   thread_local std::vector<float> sums;
   sums.resize(static_cast<size_t>((end - begin) * groups.width));
@@ -49,6 +44,21 @@ void adagrad_groups(const AdagradArgs& args, const RowGroups& groups, int64_t be
   parallel_for(end - begin, grain, [&](int64_t b, int64_t e) {
     loop(args, groups, begin + b, begin + e, scratch + b * groups.width);
   });
+}
+
+}  // namespace
+
+void sgd(const SgdArgs& args, int64_t n) { run(args, n, table().sgd); }
+void adam(const AdamArgs& args, int64_t n) { run(args, n, table().adam); }
+void adagrad(const AdagradArgs& args, int64_t n) { run(args, n, table().adagrad); }
+void rmsprop(const RmspropArgs& args, int64_t n) { run(args, n, table().rmsprop); }
+
+void adagrad_groups(const AdagradArgs& args, const RowGroups& groups, int64_t begin, int64_t end) {
+  run_groups(args, groups, begin, end, table().adagrad_groups);
+}
+
+void sgd_groups(const SgdArgs& args, const RowGroups& groups, int64_t begin, int64_t end) {
+  run_groups(args, groups, begin, end, table().sgd_groups);
 }
 
 void weight_decay(float* var, int64_t n, float wd, float lr) {

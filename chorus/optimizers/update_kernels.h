@@ -101,6 +101,9 @@ void rmsprop(const RmspropArgs& args, int64_t n);
 // accumulator takes the dense update from its summed gradient (args.grad is unused).
 // Groups name distinct rows, so disjoint ranges may run on different threads.
 void adagrad_groups(const AdagradArgs& args, const RowGroups& groups, int64_t begin, int64_t end);
+// Plain gradient descent (args.momentum nullptr) on groups [begin, end) of a sparse
+// gradient, as adagrad_groups: each group's row takes the dense update of its summed row.
+void sgd_groups(const SgdArgs& args, const RowGroups& groups, int64_t begin, int64_t end);
 
 // Keras's decoupled weight decay: var = var - var * wd * lr, in place.
 void weight_decay(float* var, int64_t n, float wd, float lr);
@@ -115,6 +118,8 @@ double sum_of_squares(const float* x, int64_t n);
 // The per-ISA loops: each runs over [begin, end). Defined in update_kernels_<isa>.cc.
 struct UpdateTable {
   void (*sgd)(const SgdArgs& args, int64_t begin, int64_t end);
+  // `sums`: scratch for (end - begin) * groups.width floats, as adagrad_groups'.
+  void (*sgd_groups)(const SgdArgs& args, const RowGroups& groups, int64_t begin, int64_t end, float* sums);
   void (*adam)(const AdamArgs& args, int64_t begin, int64_t end);
   void (*adagrad)(const AdagradArgs& args, int64_t begin, int64_t end);
   // `sums`: scratch for (end - begin) * groups.width floats.

@@ -261,6 +261,20 @@ void adagrad_groups_loop(const AdagradArgs& a, const RowGroups& groups, int64_t 
   }
 }
 
+// Each group's row through sgd_loop itself, so its bits are the dense update's.
+void sgd_groups_loop(const SgdArgs& a, const RowGroups& groups, int64_t begin, int64_t end, float* sums) {
+  sum_groups(groups, begin, end, sums);
+  for (int64_t g = begin; g < end; ++g) {
+    const SgdArgs row{.var = a.var + groups.rows[g] * groups.width,
+                      .momentum = nullptr,
+                      .grad = sums + (g - begin) * groups.width,
+                      .lr = a.lr,
+                      .momentum_rate = 0.0f,
+                      .nesterov = false};
+    sgd_loop(row, 0, groups.width);
+  }
+}
+
 template <bool kCentered, bool kMomentum>
 void rmsprop_blocks(const RmspropArgs& a, int64_t begin, int64_t end) {
   float* __restrict var = a.var;
@@ -346,6 +360,7 @@ double sum_of_squares_loop(const float* x_in, int64_t begin, int64_t end) {
 
 constexpr UpdateTable make_update_table() {
   return UpdateTable{.sgd = sgd_loop,
+                     .sgd_groups = sgd_groups_loop,
                      .adam = adam_loop,
                      .adagrad = adagrad_loop,
                      .adagrad_groups = adagrad_groups_loop,

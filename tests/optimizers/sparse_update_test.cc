@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "chorus/optimizers/adagrad.h"
+#include "chorus/optimizers/adam.h"
 #include "chorus/optimizers/sgd.h"
 #include "tests/optimizers/optimizer_test_util.h"
 #include "tests/testing/test_util.h"
@@ -53,7 +54,7 @@ void expect_sparse_equals_dense(Optimizer& sparse_opt, Optimizer& dense_opt, int
 }
 
 TEST(SparseUpdateTest, AdagradUpdatesOnlyTheListedRowsWithTheDenseBits) {
-  // Tables with at least Adagrad::kSparseMinRowsPerGradientRow rows per gradient row,
+  // Tables with at least two rows per gradient row (SparseRows::pays),
   // so the rows are grouped; widths of one piece, narrower, and wider than a block.
   for (const int64_t width : {32, 5, 300}) {
     Adagrad sparse(0.2), dense(0.2);
@@ -77,9 +78,24 @@ TEST(SparseUpdateTest, AdagradWithAnInfiniteRateAgreesWithDenseToo) {
   expect_sparse_equals_dense(sparse, dense, 400, 8, 20);
 }
 
+TEST(SparseUpdateTest, PlainSgdUpdatesOnlyTheListedRowsWithTheDenseBits) {
+  for (const int64_t width : {32, 5, 300}) {
+    SGD sparse(0.3), dense(0.3);
+    expect_sparse_equals_dense(sparse, dense, /*rows=*/400, width, /*n=*/60);
+  }
+  // A small table, and a rate under which -0.0 rows would change: the dense update.
+  SGD small_sparse(0.3), small_dense(0.3);
+  expect_sparse_equals_dense(small_sparse, small_dense, /*rows=*/50, 8, /*n=*/60);
+  SGD negative_sparse(-0.3), negative_dense(-0.3);
+  expect_sparse_equals_dense(negative_sparse, negative_dense, 400, 8, 20);
+}
+
 TEST(SparseUpdateTest, OptimizersWithoutASparseUpdateUseTheDenseGradient) {
+  // Momentum and Adam's moments decay in every row, touched or not (Keras's result).
   SGD sparse_sgd({.learning_rate = 0.1, .momentum = 0.9}), dense_sgd({.learning_rate = 0.1, .momentum = 0.9});
   expect_sparse_equals_dense(sparse_sgd, dense_sgd, 400, 8, 30);
+  Adam sparse_adam(0.01), dense_adam(0.01);
+  expect_sparse_equals_dense(sparse_adam, dense_adam, 400, 8, 30);
   Adagrad sparse_clipped({.learning_rate = 0.2, .clipnorm = 0.5}), dense_clipped({.learning_rate = 0.2, .clipnorm = 0.5});
   expect_sparse_equals_dense(sparse_clipped, dense_clipped, 400, 8, 30);
 }
