@@ -24,15 +24,9 @@
 #include <nlohmann/json.hpp>
 
 #include "chorus/core/tree.h"
+#include "chorus/data/dataset_options.h"
 
 namespace chorus::data {
-
-// tf.data's cardinality constants.
-inline constexpr int64_t kInfiniteCardinality = -1;
-inline constexpr int64_t kUnknownCardinality = -2;
-// tf.data.AUTOTUNE: for prefetch's buffer_size (8 elements) and map's num_parallel_calls
-// (one worker per hardware thread).
-inline constexpr int64_t kAutotune = -1;
 
 class DatasetImpl;
 class IteratorImpl;
@@ -78,31 +72,6 @@ class Iterator {
   std::string pipeline_;
 };
 
-struct MapOptions {
-  // Elements transformed concurrently on worker threads (kAutotune: one per hardware
-  // thread); 1 runs fn on the iterating thread. Results always come out in input order,
-  // and an exception from fn surfaces from next() at its element's place. With more than
-  // one, fn must be safe to call from several threads at once.
-  int num_parallel_calls = 1;
-};
-
-// Where a map function's element is: pass `epoch` of the dataset, element `index` of
-// that pass as the map stage sees it (0, 1, ... in input order, whatever the number of
-// parallel calls). Random augmentations keyed by it (text::MaskedLMMaskGenerator) are
-// the same on every run, thread count and restore.
-struct ElementPosition {
-  int64_t epoch = 0;
-  int64_t index = 0;
-};
-
-struct PaddedBatchOptions {
-  // Per-leaf padded shape without the batch axis, -1 meaning "the longest in the batch".
-  // Empty: pad every axis to the longest in the batch.
-  std::vector<std::vector<int64_t>> padded_shapes = {};
-  double padding_value = 0;  // string leaves always pad with ""
-  bool drop_remainder = false;
-};
-
 class Dataset {
  public:
   explicit Dataset(std::shared_ptr<const DatasetImpl> impl);
@@ -121,7 +90,7 @@ class Dataset {
   // the end; it is not called again after nullopt. Restoring a position replays a fresh
   // generator up to it, so pass e must yield the same elements each time it is made.
   // `make` may be called from several threads when several iterators run at once.
-  using Generator = std::function<std::optional<Tree>()>;
+  using Generator = ElementGenerator;
   static Dataset from_generator(std::function<Generator(int64_t epoch)> make,
                                 int64_t cardinality = kUnknownCardinality);
   // Elements are lists of the datasets' elements; ends with the shortest.

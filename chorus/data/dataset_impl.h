@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chorus/core/tree.h"
-#include "chorus/data/dataset.h"
+#include "chorus/data/dataset_options.h"
 
 namespace chorus::data {
 
@@ -182,7 +182,7 @@ Tensor int64_scalar(int64_t value);
 // ---- stage factories (one per transform; dataset.cc calls them) ----
 DatasetPtr make_tensor_slices_dataset(const Tree& tree);
 DatasetPtr make_range_dataset(int64_t start, int64_t stop, int64_t step);
-DatasetPtr make_generator_dataset(std::function<Dataset::Generator(int64_t)> make, int64_t cardinality);
+DatasetPtr make_generator_dataset(std::function<ElementGenerator(int64_t)> make, int64_t cardinality);
 DatasetPtr make_zip_dataset(std::vector<DatasetPtr> inputs);
 // Dispatches to make_parallel_map_dataset when options.num_parallel_calls != 1. Both
 // save {"op": "map", "count": outputs so far} (the sequential one adds "input": its

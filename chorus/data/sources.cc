@@ -125,15 +125,15 @@ std::unique_ptr<IteratorImpl> RangeDataset::make_iterator(int64_t) const {
 
 class GeneratorDataset final : public SourceDataset {
  public:
-  GeneratorDataset(std::function<Dataset::Generator(int64_t)> make, int64_t cardinality)
+  GeneratorDataset(std::function<ElementGenerator(int64_t)> make, int64_t cardinality)
       : make_(std::move(make)), cardinality_(cardinality) {}
   std::unique_ptr<IteratorImpl> make_iterator(int64_t epoch) const override;
   int64_t cardinality() const override { return cardinality_; }
   std::string name() const override { return "from_generator"; }
-  Dataset::Generator start(int64_t epoch) const { return make_(epoch); }
+  ElementGenerator start(int64_t epoch) const { return make_(epoch); }
 
  private:
-  std::function<Dataset::Generator(int64_t)> make_;
+  std::function<ElementGenerator(int64_t)> make_;
   int64_t cardinality_;
 };
 
@@ -172,7 +172,7 @@ class GeneratorIterator final : public IteratorImpl {
  private:
   std::shared_ptr<const GeneratorDataset> ds_;
   int64_t epoch_;
-  Dataset::Generator generator_;
+  ElementGenerator generator_;
   int64_t count_ = 0;
   bool done_ = false;
 };
@@ -302,7 +302,7 @@ DatasetPtr make_range_dataset(int64_t start, int64_t stop, int64_t step) {
   return std::make_shared<RangeDataset>(start, stop, step);
 }
 
-DatasetPtr make_generator_dataset(std::function<Dataset::Generator(int64_t)> make, int64_t cardinality) {
+DatasetPtr make_generator_dataset(std::function<ElementGenerator(int64_t)> make, int64_t cardinality) {
   return std::make_shared<GeneratorDataset>(std::move(make), cardinality);
 }
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "chorus/core/error.h"
-#include "chorus/layers/layer.h"
+#include "chorus/layers/node.h"
 
 namespace chorus::layers {
 namespace {

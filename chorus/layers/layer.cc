@@ -304,14 +304,4 @@ nlohmann::json Layer::get_config() const {
   return {{"name", name_}, {"trainable", trainable_}, {"dtype", dtype_policy_.name()}};
 }
 
-bool is_symbolic(const Tensor& tensor) { return tensor.defined() && tensor.impl()->keras_history != nullptr; }
-
-bool is_symbolic(const Tree& tree) {
-  if (tree.empty()) return false;
-  for (const Tensor& t : tree.flatten()) {
-    if (is_symbolic(t)) return true;
-  }
-  return false;
-}
-
 }  // namespace chorus::layers

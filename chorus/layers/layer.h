@@ -21,6 +21,7 @@
 #include "chorus/core/tree.h"
 #include "chorus/layers/initializers.h"
 #include "chorus/layers/input_spec.h"
+#include "chorus/layers/node.h"
 #include "chorus/mixed_precision/dtype_policy.h"
 
 namespace chorus::layers {
@@ -187,9 +188,5 @@ class Layer {
 };
 
 Tree call_shared(const std::shared_ptr<Layer>& layer, const Tree& inputs, bool training = false);
-
-// True if `tensor` is a placeholder of a functional model under construction.
-bool is_symbolic(const Tensor& tensor);
-bool is_symbolic(const Tree& tree);
 
 }  // namespace chorus::layers

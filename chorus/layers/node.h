@@ -1,7 +1,8 @@
 // Node: one call of a layer on symbolic tensors while a functional model is being
 // defined (Keras's Node). Output tensors point back at their node through
 // SymbolicOrigin, so a model can walk from its outputs to its inputs. Immutable once
-// made; shared by the symbolic tensors and the model built from them.
+// made; shared by the symbolic tensors and the model built from them. is_symbolic tells
+// such tensors apart.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,11 @@ struct Node {
   Tree inputs;                   // the symbolic inputs (empty for an Input placeholder)
   Tree output_structure;         // the outputs' structure, leaves are not symbolic
 };
+
+// True if `tensor` is a placeholder of a functional model under construction (it has a
+// Node as origin); for a tree, if any of its leaves is.
+bool is_symbolic(const Tensor& tensor);
+bool is_symbolic(const Tree& tree);
 
 }  // namespace chorus::layers
 

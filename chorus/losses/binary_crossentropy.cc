@@ -37,7 +37,7 @@ Tensor BinaryCrossentropy::call(const Tensor& y_true, const Tensor& y_pred) cons
 }
 
 nlohmann::json BinaryCrossentropy::get_config() const {
-  nlohmann::json config = internal::base_config(*this);
+  nlohmann::json config = base_config();
   config["from_logits"] = options_.from_logits;
   config["label_smoothing"] = options_.label_smoothing;
   config["axis"] = options_.axis;

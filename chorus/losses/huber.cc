@@ -34,7 +34,7 @@ Tensor Huber::call(const Tensor& y_true, const Tensor& y_pred) const {
 }
 
 nlohmann::json Huber::get_config() const {
-  nlohmann::json config = internal::base_config(*this);
+  nlohmann::json config = base_config();
   config["delta"] = delta_;
   return config;
 }

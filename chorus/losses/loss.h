@@ -47,6 +47,10 @@ class Loss {
   virtual nlohmann::json to_config() const = 0;
   static std::shared_ptr<Loss> from_config(const nlohmann::json& config);
 
+ protected:
+  // The config keys every loss has: {"name": ..., "reduction": ...}.
+  nlohmann::json base_config() const { return {{"name", name_}, {"reduction", reduction_}}; }
+
  private:
   std::string name_;
   std::string reduction_;

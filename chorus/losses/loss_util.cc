@@ -66,8 +66,6 @@ std::pair<Tensor, Tensor> squeeze_or_expand_to_same_rank(const Tensor& a, const 
   return {reshaped(a, sa), reshaped(b, sb)};
 }
 
-nlohmann::json base_config(const Loss& loss) { return {{"name", loss.name()}, {"reduction", loss.reduction()}}; }
-
 void check_reduction(const std::string& owner, const std::string& reduction) {
   static constexpr std::array<std::string_view, 5> kKnown = {"sum_over_batch_size", "mean", "sum",
                                                              "mean_with_sample_weight", "none"};

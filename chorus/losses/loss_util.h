@@ -9,7 +9,6 @@
 
 #include "chorus/core/config_reader.h"
 #include "chorus/core/tensor.h"
-#include "chorus/losses/loss.h"
 
 namespace chorus::losses::internal {
 
@@ -23,8 +22,6 @@ std::pair<Shape, Shape> squeeze_or_expand_shapes(const Shape& a, const Shape& b)
 // The same on tensors, as differentiable reshapes.
 std::pair<Tensor, Tensor> squeeze_or_expand_to_same_rank(const Tensor& a, const Tensor& b);
 
-// The config keys every loss has: {"name": ..., "reduction": ...}.
-nlohmann::json base_config(const Loss& loss);
 // Throws ValueError naming `owner` unless `reduction` is one Loss accepts.
 void check_reduction(const std::string& owner, const std::string& reduction);
 // A config's "reduction" (default "sum_over_batch_size"; null means "none", as Keras's

@@ -21,7 +21,7 @@ Tensor MeanAbsoluteError::call(const Tensor& y_true, const Tensor& y_pred) const
   return absolute_error(name(), y_true, y_pred);
 }
 
-nlohmann::json MeanAbsoluteError::get_config() const { return internal::base_config(*this); }
+nlohmann::json MeanAbsoluteError::get_config() const { return base_config(); }
 
 nlohmann::json MeanAbsoluteError::to_config() const {
   return {{"class_name", "MeanAbsoluteError"}, {"config", get_config()}};

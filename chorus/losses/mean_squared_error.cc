@@ -21,7 +21,7 @@ Tensor MeanSquaredError::call(const Tensor& y_true, const Tensor& y_pred) const 
   return squared_error(name(), y_true, y_pred);
 }
 
-nlohmann::json MeanSquaredError::get_config() const { return internal::base_config(*this); }
+nlohmann::json MeanSquaredError::get_config() const { return base_config(); }
 
 nlohmann::json MeanSquaredError::to_config() const {
   return {{"class_name", "MeanSquaredError"}, {"config", get_config()}};

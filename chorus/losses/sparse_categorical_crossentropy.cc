@@ -149,7 +149,7 @@ Tensor SparseCategoricalCrossentropy::call(const Tensor& y_true, const Tensor& y
 }
 
 nlohmann::json SparseCategoricalCrossentropy::get_config() const {
-  nlohmann::json config = internal::base_config(*this);
+  nlohmann::json config = base_config();
   config["from_logits"] = from_logits_;
   return config;
 }

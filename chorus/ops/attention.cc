@@ -216,6 +216,45 @@ std::vector<Tensor> attention_backward(const AttentionSaved& sv, std::span<const
 
 }  // namespace
 
+// Attention on sharded inputs (the rules of sharded_ops.h): query, key and value sharded
+// by heads (dimension 2) over one axis run each device's heads (the probabilities sharded
+// along their head dimension, 1); other shardings are gathered.
+namespace sharded {
+namespace {
+
+AttentionOutputs dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                       const AttentionOptions& options) {
+  const bool by_heads = is_sharded(query) && is_sharded(key) && is_sharded(value) && sharding_of(query).dim == 2 &&
+                        sharding_of(key).dim == 2 && sharding_of(value).dim == 2 &&
+                        sharding_of(key).axis == sharding_of(query).axis &&
+                        sharding_of(value).axis == sharding_of(query).axis && !is_sharded(options.mask) &&
+                        !is_sharded(options.dropout_mask);
+  if (!by_heads) {
+    AttentionOptions whole = options;
+    whole.mask = replicate(options.mask);
+    whole.dropout_mask = replicate(options.dropout_mask);
+    return ops::dot_product_attention(replicate(query), replicate(key), replicate(value), whole);
+  }
+  const int axis = sharding_of(query).axis;
+  // The masks are whole: each device takes its heads' rows where they have a head axis.
+  const auto heads_of = [&](const Tensor& mask) {
+    if (!mask.defined() || mask.rank() < 4 || mask.dim(1) == 1) return mask;
+    return shard_block(shard(mask, axis, 1));
+  };
+  AttentionOptions local = options;
+  local.mask = heads_of(options.mask);
+  local.dropout_mask = heads_of(options.dropout_mask);
+  AttentionOutputs out = ops::dot_product_attention(to_local(query), to_local(key), to_local(value), local);
+  Shape output_shape = query.shape();
+  output_shape[3] = value.dim(3);
+  const Shape probability_shape{query.dim(0), query.dim(2), query.dim(1), key.dim(1)};
+  return {from_local(out.output, result_sharding(sharding_of(query), 2, output_shape)),
+          from_local(out.probabilities, result_sharding(sharding_of(query), 1, probability_shape))};
+}
+
+}  // namespace
+}  // namespace sharded
+
 AttentionOutputs dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                        const AttentionOptions& options) {
   if (sharded::any(query, key, value) || sharded::any(options.mask, options.dropout_mask)) {

@@ -1,5 +1,6 @@
-// Index ops: one_hot, take (gather, with its scatter-add gradient) and top_k, on the
-// kernels of backend/cpu/gather_kernels.h.
+// Index ops: one_hot, take (gather, with its scatter-add gradient, and its rule for a
+// sharded table) and top_k, on the kernels of backend/cpu/gather_kernels.h.
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -9,6 +10,7 @@
 #include "chorus/core/creation.h"
 #include "chorus/ops/reduce_plan.h"
 #include "chorus/ops/reduction.h"
+#include "chorus/ops/shape_ops.h"
 #include "chorus/ops/sharded_ops.h"
 
 namespace chorus::ops {
@@ -77,6 +79,56 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes, DType dtype) {
   });
   return out;
 }
+
+// take(x, indices, axis) for a sharded x (the rules of sharded_ops.h): a table sharded
+// by rows (axis 0, a vocabulary split over devices) gathers the rows it holds and
+// all-reduces; one sharded along another dimension gathers blockwise.
+namespace sharded {
+namespace {
+
+Tensor take(const Tensor& x, const Tensor& indices, int axis) {
+  const Sharding& s = sharding_of(x);
+  const int a = x.shape().normalize_axis(axis, "take");
+  if (is_sharded(indices)) return ops::take(x, replicate(indices), axis);
+  if (s.dim != a) {
+    Shape out_shape;
+    for (int d = 0; d < a; ++d) out_shape.push_back(x.dim(d));
+    for (int64_t d : indices.shape().dims()) out_shape.push_back(d);
+    for (int d = a + 1; d < x.rank(); ++d) out_shape.push_back(x.dim(d));
+    const int dim = s.dim < a ? s.dim : s.dim - 1 + indices.rank();
+    return from_local(ops::take(to_local(x), indices, axis), result_sharding(s, dim, out_shape));
+  }
+  if (a != 0) return ops::take(replicate(x), indices, axis);
+  // A table sharded by rows: gather the rows held here, zeros for the others (one extra
+  // zero row that every absent index points at), and sum over the axis.
+  const std::vector<int64_t> ids = indices.to_vector<int64_t>();
+  const int64_t rows = x.dim(0), held = rows / mesh().axis_size(s.axis), first = held * mesh().axis_index(s.axis);
+  std::vector<int64_t> here, where;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= rows) {
+      throw_error<IndexError>("take: index {} is out of range [0, {}) at position {}", ids[i], rows, i);
+    }
+    const bool mine = ids[i] >= first && ids[i] < first + held;
+    where.push_back(mine ? static_cast<int64_t>(here.size()) : -1);
+    if (mine) here.push_back(ids[i] - first);
+  }
+  for (int64_t& w : where) {
+    if (w < 0) w = static_cast<int64_t>(here.size());
+  }
+  const auto as_tensor = [](const std::vector<int64_t>& v, const Shape& shape) {
+    Tensor t = Tensor::empty(shape, kInt64);
+    std::copy(v.begin(), v.end(), t.data<int64_t>());
+    return t;
+  };
+  Tensor rows_here = ops::take(to_local(x), as_tensor(here, {static_cast<int64_t>(here.size())}), 0);
+  Shape zero_row = rows_here.shape();
+  zero_row[0] = 1;
+  const Tensor padded = ops::concatenate({rows_here, zeros(zero_row, x.dtype())}, 0);
+  return reduce_from_axis(ops::take(padded, as_tensor(where, indices.shape()), 0), s.axis);
+}
+
+}  // namespace
+}  // namespace sharded
 
 Tensor take(const Tensor& x, const Tensor& indices, int axis) {
   if (sharded::any(x, indices)) return sharded::take(x, indices, axis);

@@ -208,6 +208,45 @@ autograd::BackwardFn make_backward(const Tensor& a, const Tensor& b, const Layou
 
 }  // namespace
 
+// matmul on sharded operands (the rules of sharded_ops.h), for a (.., K) @ b (K, N)
+// without transposes: a column-sharded b makes each device's columns of the result with
+// no communication; a row-sharded b (a cut to match) or an a sharded along K gives
+// per-device partial sums that one all-reduce adds; an a sharded along another dimension
+// stays blockwise against the whole b. Anything else is gathered first.
+namespace sharded {
+namespace {
+
+Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
+  const bool plain = !options.transpose_a && !options.transpose_b && a.rank() >= 2 && b.rank() == 2;
+  const int last = plain ? a.rank() - 1 : 0;
+  if (plain && is_sharded(b)) {
+    const Sharding& sb = sharding_of(b);
+    if (sb.dim == 1) {  // column-sharded kernel: each device makes its columns of the result
+      Shape out_shape = a.shape();
+      out_shape[last] = b.dim(1);
+      return from_local(ops::matmul(copy_to_axis(replicate(a), sb.axis), to_local(b)),
+                        result_sharding(sb, last, out_shape));
+    }
+    // Row-sharded kernel: each device's rows of the inner dimension give a partial sum.
+    const bool matching = is_sharded(a) && sharding_of(a).axis == sb.axis && sharding_of(a).dim == last;
+    const Tensor a_block = matching ? to_local(a) : to_local(shard(replicate(a), sb.axis, last));
+    return reduce_from_axis(ops::matmul(a_block, to_local(b)), sb.axis);
+  }
+  if (plain && is_sharded(a)) {
+    const Sharding& sa = sharding_of(a);
+    if (sa.dim == last) {
+      return reduce_from_axis(ops::matmul(to_local(a), to_local(shard(b, sa.axis, 0))), sa.axis);
+    }
+    Shape out_shape = a.shape();
+    out_shape[last] = b.dim(1);
+    return from_local(ops::matmul(to_local(a), copy_to_axis(b, sa.axis)), result_sharding(sa, sa.dim, out_shape));
+  }
+  return ops::matmul(replicate(a), replicate(b), options);
+}
+
+}  // namespace
+}  // namespace sharded
+
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
   if (sharded::any(a, b)) return sharded::matmul(a, b, options);
   check_dtypes(a, b);

@@ -1,5 +1,7 @@
 // Shape ops: views for reshape/expand_dims/squeeze, copies through the backend's copy
 // kernels for the rest. Every copy goes by element size, so each op takes every dtype.
+// reshape keeps a sharded tensor blockwise where it can (its rule below); the other ops
+// gather a sharded input first.
 #include "chorus/ops/shape_ops.h"
 
 #include <algorithm>
@@ -59,22 +61,8 @@ int normalize_new_axis(const char* op, const Shape& shape, int axis) {
   return axis < 0 ? axis + rank + 1 : axis;
 }
 
-// A fresh tensor holding the block of x at `start` with extent `block`.
-Tensor extract_block(const Tensor& x, std::span<const int64_t> start, const Shape& block) {
-  Tensor out = Tensor::empty(block, x.dtype(), x.device());
-  const std::vector<int64_t> origin(static_cast<size_t>(block.rank()), 0);
-  backend::cpu::copy_block(x.raw_data(), x.shape(), start, out.raw_data(), block, origin, block,
-                           dtype_size(x.dtype()));
-  return out;
-}
-
-// Copies all of `part` into `dst` at `start`, treating part as having shape `as_shape`
-// (same elements; lets stack write a (2, 3) tensor as a (2, 1, 3) block).
-void insert_block(const Tensor& dst, std::span<const int64_t> start, const Tensor& part, const Shape& as_shape) {
-  const std::vector<int64_t> origin(static_cast<size_t>(as_shape.rank()), 0);
-  backend::cpu::copy_block(part.raw_data(), as_shape, origin, dst.raw_data(), dst.shape(), start, as_shape,
-                           dtype_size(dst.dtype()));
-}
+using backend::cpu::extract_block;
+using backend::cpu::insert_block;
 
 // Checks that every tensor of a list has the first one's dtype; throws DTypeError naming `op`.
 void check_same_dtype(const char* op, const std::vector<Tensor>& xs) {
@@ -134,6 +122,42 @@ Shape checked_block(const char* op, const Shape& shape, const std::vector<int64_
 }
 
 }  // namespace
+
+// reshape of a sharded x (the rules of sharded_ops.h): a reshape that keeps the sharded
+// dimension's blocks contiguous stays blockwise: the dimensions before it keep their
+// product and the new dimension there divides over the axis ((B, T, N * H) sharded on its
+// last dimension to (B, T, N, H) sharded by heads, and back). Any other reshape gathers.
+namespace sharded {
+namespace {
+
+Tensor reshape(const Tensor& x, const std::vector<int64_t>& new_shape) {
+  const Sharding& s = sharding_of(x);
+  const int n = mesh().axis_size(s.axis);
+  // The global shape asked for, with a -1 resolved.
+  std::vector<int64_t> shape = new_shape;
+  int64_t known = 1;
+  for (int64_t d : shape) known *= d < 0 ? 1 : d;
+  for (int64_t& d : shape) {
+    if (d < 0 && known > 0) d = x.shape().numel() / known;
+  }
+  int64_t before = 1;
+  for (int d = 0; d < s.dim; ++d) before *= x.dim(d);
+  int64_t prefix = 1;
+  for (size_t e = 0; e < shape.size(); ++e) {
+    if (prefix == before && shape[e] % n == 0 && shape[e] > 1) {
+      std::vector<int64_t> block = shape;
+      block[e] /= n;
+      const Sharding result{s.axis, static_cast<int>(e), Shape(shape)};
+      return from_local(ops::reshape(to_local(x), block), result);
+    }
+    prefix *= shape[e];
+    if (prefix > before) break;
+  }
+  return ops::reshape(replicate(x), new_shape);
+}
+
+}  // namespace
+}  // namespace sharded
 
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& new_shape) {
   if (sharded::any(x)) return sharded::reshape(x, new_shape);

@@ -1,13 +1,15 @@
 // How ops run on tensors sharded over a model-parallel mesh (DESIGN.md §3, Megatron's
 // rules): the redistributions between a sharded tensor and the whole tensor, each
-// differentiable, and the per-op rules that the ops call when an input is sharded. A
-// rule computes on the blocks with no communication where the op allows it (a matmul
-// with a column-sharded kernel, an elementwise op on equally sharded operands, a row
-// gather from a table sharded by columns) and inserts the one collective it needs where
-// not (a row-sharded kernel's partial sums are all-reduced); an op without a rule gathers
-// its sharded inputs first. Every device thread of a mesh runs the same ops in the same
-// order, so the collectives match up. Outside a model-parallel step no tensor is sharded
-// and none of this runs.
+// differentiable, and the generic rules that the ops call when an input is sharded. A
+// rule computes on the blocks with no communication where the op allows it (an
+// elementwise op on equally sharded operands, a matmul with a column-sharded kernel, a
+// row gather from a table sharded by columns) and inserts the one collective it needs
+// where not (a row-sharded kernel's partial sums are all-reduced); an op without a rule
+// gathers its sharded inputs first. The rules of matmul, reshape, take and attention use
+// their op on the blocks, so they sit beside it (matmul.cc, shape_ops.cc, gather.cc,
+// attention.cc); this unit includes no op. Every device thread of a mesh runs the same
+// ops in the same order, so the collectives match up. Outside a model-parallel step no
+// tensor is sharded and none of this runs.
 //
 // The invariant that makes the gradients right: a tensor that is not sharded holds the
 // same value on every device of an axis, and gets the same gradient on each. Where a
@@ -17,10 +19,9 @@
 #pragma once
 
 #include <functional>
+#include <utility>
 
 #include "chorus/core/sharding.h"
-#include "chorus/ops/attention.h"
-#include "chorus/ops/matmul.h"
 
 namespace chorus::ops::sharded {
 
@@ -28,6 +29,16 @@ namespace chorus::ops::sharded {
 inline bool any(const Tensor& a) { return is_sharded(a); }
 inline bool any(const Tensor& a, const Tensor& b) { return is_sharded(a) || is_sharded(b); }
 inline bool any(const Tensor& a, const Tensor& b, const Tensor& c) { return any(a, b) || is_sharded(c); }
+
+// The calling thread's mesh. Throws Error outside a model-parallel step (a sharded
+// tensor used outside one).
+MeshContext& mesh();
+// A sharded tensor's sharding. REQUIRES: is_sharded(x).
+inline const Sharding& sharding_of(const Tensor& x) { return *x.impl()->sharding; }
+// The sharding of a result: `like`'s axis, along `dim` of a tensor of `global_shape`.
+inline Sharding result_sharding(const Sharding& like, int dim, Shape global_shape) {
+  return Sharding{like.axis, dim, std::move(global_shape)};
+}
 
 // --- Redistributions (differentiable) ---
 // The whole tensor from its blocks (all-gather along the sharded dimension); `x` itself
@@ -55,20 +66,5 @@ Tensor elementwise(const Unary& op, const Tensor& x);
 Tensor elementwise(const Binary& op, const Tensor& a, const Tensor& b);
 // An op along `axis` of x (softmax): blockwise unless `axis` is the sharded dimension.
 Tensor along_axis(const Unary& op, const Tensor& x, int axis);
-Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options);
-// A reshape that keeps the sharded dimension's blocks contiguous stays blockwise: the
-// dimensions before it keep their product and the new dimension there divides over the
-// axis ((B, T, N * H) sharded on its last dimension to (B, T, N, H) sharded by heads, and
-// back). Any other reshape gathers.
-Tensor reshape(const Tensor& x, const std::vector<int64_t>& new_shape);
-// take(x, indices, axis) for a sharded x: a table sharded by rows (axis 0, a vocabulary
-// split over devices) gathers the rows it holds and all-reduces; one sharded along
-// another dimension gathers blockwise.
-Tensor take(const Tensor& x, const Tensor& indices, int axis);
-// Attention with query, key and value sharded by heads (dimension 2) over one axis runs
-// each device's heads (the probabilities sharded along their head dimension, 1); other
-// shardings are gathered.
-AttentionOutputs dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                                       const AttentionOptions& options);
 
 }  // namespace chorus::ops::sharded

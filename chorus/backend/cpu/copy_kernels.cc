@@ -7,6 +7,7 @@
 #include <array>
 #include <cassert>
 #include <cstring>
+#include <vector>
 
 #include "chorus/backend/cpu/parallel.h"
 
@@ -195,6 +196,18 @@ void copy_block(const void* src, const Shape& src_shape, std::span<const int64_t
   const auto n = static_cast<size_t>(outer_rank);
   copy_runs(static_cast<const char*>(src) + src_base * es, static_cast<char*>(dst) + dst_base * es,
             {block.begin(), n}, {src_bytes.data(), n}, {dst_bytes.data(), n}, run * es);
+}
+
+Tensor extract_block(const Tensor& x, std::span<const int64_t> start, const Shape& block) {
+  Tensor out = Tensor::empty(block, x.dtype(), x.device());
+  const std::vector<int64_t> origin(static_cast<size_t>(block.rank()), 0);
+  copy_block(x.raw_data(), x.shape(), start, out.raw_data(), block, origin, block, dtype_size(x.dtype()));
+  return out;
+}
+
+void insert_block(const Tensor& dst, std::span<const int64_t> start, const Tensor& part, const Shape& as_shape) {
+  const std::vector<int64_t> origin(static_cast<size_t>(as_shape.rank()), 0);
+  copy_block(part.raw_data(), as_shape, origin, dst.raw_data(), dst.shape(), start, as_shape, dtype_size(dst.dtype()));
 }
 
 void permute(const void* src, const Shape& src_shape, std::span<const int> perm, void* dst, size_t elem_size) {

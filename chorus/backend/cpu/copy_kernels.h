@@ -1,7 +1,8 @@
-// Copy kernels: move elements between contiguous row-major arrays without looking at
-// them, so every dtype goes through them by element size (1, 2, 4 or 8 bytes). Used by
-// the shape ops (transpose, concatenate, stack, split, slice). Threaded for big arrays
-// through parallel_for; thread-safe as long as destinations do not overlap sources.
+// Copy kernels: move elements between contiguous row-major arrays (or tensors) without
+// looking at them, so every dtype goes through them by element size (1, 2, 4 or 8 bytes).
+// Used by the shape ops (transpose, concatenate, stack, split, slice) and the sharded
+// ops' redistributions. Threaded for big arrays through parallel_for; thread-safe as long
+// as destinations do not overlap sources.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <span>
 
 #include "chorus/core/shape.h"
+#include "chorus/core/tensor.h"
 
 namespace chorus::backend::cpu {
 
@@ -20,6 +22,14 @@ namespace chorus::backend::cpu {
 // elem_size in {1, 2, 4, 8}; src and dst do not overlap.
 void copy_block(const void* src, const Shape& src_shape, std::span<const int64_t> src_start, void* dst,
                 const Shape& dst_shape, std::span<const int64_t> dst_start, const Shape& block, size_t elem_size);
+
+// copy_block on tensors. A fresh tensor of x's dtype and device holding the block of x
+// that starts at `start` with extent `block` (no gradient is recorded)...
+Tensor extract_block(const Tensor& x, std::span<const int64_t> start, const Shape& block);
+// ...and all of `part` copied into `dst` at `start`, part read as having shape
+// `as_shape` (same elements: lets stack write a (2, 3) tensor as a (2, 1, 3) block).
+// REQUIRES: the block fits; equal dtypes; part does not overlap dst.
+void insert_block(const Tensor& dst, std::span<const int64_t> start, const Tensor& part, const Shape& as_shape);
 
 // dst = src with its axes permuted: axis d of dst is axis perm[d] of src (NumPy's
 // transpose). Axes that stay in order are merged first; what remains is a copy of

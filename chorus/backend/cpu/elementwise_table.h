@@ -5,7 +5,7 @@
 #include <array>
 #include <cstdint>
 
-#include "chorus/backend/cpu/elementwise_kernels.h"
+#include "chorus/backend/cpu/elementwise_op_codes.h"
 
 namespace chorus::backend::cpu {
 

@@ -122,7 +122,7 @@ std::unique_ptr<BertMaskedLM> BertMaskedLM::from_preset(const std::string& name_
   auto model = std::make_unique<BertMaskedLM>(
       config, make_preprocessor(options.vocabulary, lowercase, options, config.vocabulary_size));
   if (hugging_face) {
-    load_hugging_face_bert_weights(*model, dir / "model.safetensors");
+    load_hugging_face_bert_weights(*model, config, dir / "model.safetensors");
   } else if (is_dir) {
     model->load_weights(dir / "model.weights.safetensors");
   } else {

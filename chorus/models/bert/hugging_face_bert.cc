@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include "chorus/io/safetensors.h"
-#include "chorus/models/bert/bert_masked_lm.h"
 #include "chorus/ops/ops.h"
 
 namespace chorus::models {
@@ -96,13 +95,13 @@ BertBackboneConfig hugging_face_bert_config(const nlohmann::json& config) {
           .num_segments = config.value("type_vocab_size", int64_t{2})};
 }
 
-void load_hugging_face_bert_weights(BertMaskedLM& model, const std::filesystem::path& file) {
+void load_hugging_face_bert_weights(Model& model, const BertBackboneConfig& config, const std::filesystem::path& file) {
   io::SafetensorsContents contents = io::load_safetensors(file);
   std::map<std::string, Tensor> tensors;
   for (auto& [name, tensor] : contents.tensors) {
     tensors[name.starts_with("bert.") ? name.substr(5) : name] = std::move(tensor);
   }
-  const auto sources = hugging_face_names(model.backbone().config().num_layers);
+  const auto sources = hugging_face_names(config.num_layers);
   std::vector<std::string> missing, mismatched;
   std::set<std::string> used;
   std::vector<std::pair<Variable, Tensor>> assignments;

@@ -12,8 +12,6 @@
 
 namespace chorus::models {
 
-class BertMaskedLM;
-
 // True when `dir`/config.json names "model_type": "bert".
 bool is_hugging_face_bert(const std::filesystem::path& dir);
 
@@ -25,10 +23,11 @@ bool is_hugging_face_bert(const std::filesystem::path& dir);
 BertBackboneConfig hugging_face_bert_config(const nlohmann::json& config);
 
 // Assigns the weights of `file` (BertForMaskedLM or BertModel names, with or without the
-// "bert." prefix; float32 or bfloat16) to `model`. Linear kernels are transposed and the
+// "bert." prefix; float32 or bfloat16) to `model`, a BertMaskedLM made from `config`
+// (BertMaskedLM::from_preset calls this). Linear kernels are transposed and the
 // attention ones reshaped to (hidden, heads, head_dim). Throws ValueError listing every
 // weight of the model the file lacks, every tensor of the file nothing reads, and every
 // shape that differs; nothing is assigned then.
-void load_hugging_face_bert_weights(BertMaskedLM& model, const std::filesystem::path& file);
+void load_hugging_face_bert_weights(Model& model, const BertBackboneConfig& config, const std::filesystem::path& file);
 
 }  // namespace chorus::models

@@ -1,8 +1,6 @@
 #include "chorus/optimizers/schedules/linear_warmup.h"
 
-#include "chorus/core/config_reader.h"
 #include "chorus/core/error.h"
-#include "chorus/optimizers/schedules/schedule_from_config.h"
 
 namespace chorus::optimizers::schedules {
 
@@ -25,16 +23,6 @@ nlohmann::json LinearWarmup::get_config() const {
             {"initial_learning_rate", initial_learning_rate_},
             {"after", after},
             {"name", "LinearWarmup"}}}};
-}
-
-LinearWarmup LinearWarmup::from_config(const nlohmann::json& config) {
-  ConfigReader reader("LinearWarmup", config);
-  reader.string("name", "");
-  reader.require({"warmup_steps", "after"});
-  LinearWarmup schedule(reader.integer("warmup_steps", 0), *read_learning_rate(reader, "after"),
-                        reader.number("initial_learning_rate", 0.0));
-  reader.finish();
-  return schedule;
 }
 
 }  // namespace chorus::optimizers::schedules

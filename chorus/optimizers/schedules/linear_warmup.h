@@ -23,6 +23,7 @@ class LinearWarmup : public LearningRateSchedule {
   // "after" (a number or the schedule's config), "name"}}.
   nlohmann::json get_config() const override;
   // From the inner "config" object. Throws ValueError on missing or unknown keys.
+  // Defined with schedule_from_config (schedule_from_config.cc), which reads "after".
   static LinearWarmup from_config(const nlohmann::json& config);
 
  private:

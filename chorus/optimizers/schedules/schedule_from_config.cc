@@ -46,6 +46,18 @@ std::optional<LearningRate> read_learning_rate(ConfigReader& reader, const std::
   reader.wrong_type(key, "a number or a schedule config");
 }
 
+// LinearWarmup's "after" is a learning rate or a whole schedule config, which only this
+// file can read: the method is defined here, so linear_warmup.cc needs no factory.
+LinearWarmup LinearWarmup::from_config(const nlohmann::json& config) {
+  ConfigReader reader("LinearWarmup", config);
+  reader.string("name", "");
+  reader.require({"warmup_steps", "after"});
+  LinearWarmup schedule(reader.integer("warmup_steps", 0), *read_learning_rate(reader, "after"),
+                        reader.number("initial_learning_rate", 0.0));
+  reader.finish();
+  return schedule;
+}
+
 std::shared_ptr<const LearningRateSchedule> schedule_from_config(const nlohmann::json& config) {
   return registry().from_config("schedule_from_config", config);
 }
