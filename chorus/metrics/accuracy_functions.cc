@@ -101,8 +101,4 @@ SampleValues sparse_top_k_categorical_accuracy_values(const std::string& name, c
   return {in_top_k(y_true.to_vector<double>(), y_pred, k), shape};
 }
 
-void check_k(const std::string& name, int64_t k) {
-  if (k < 1) throw_error<ValueError>("{}: expected k >= 1, got {}", name, k);
-}
-
 }  // namespace chorus::metrics::internal

@@ -37,7 +37,4 @@ SampleValues top_k_categorical_accuracy_values(const std::string& name, const Te
 SampleValues sparse_top_k_categorical_accuracy_values(const std::string& name, const Tensor& y_true,
                                                       const Tensor& y_pred, int64_t k);
 
-// Throws ValueError "<name>: expected k >= 1, got 0".
-void check_k(const std::string& name, int64_t k);
-
 }  // namespace chorus::metrics::internal

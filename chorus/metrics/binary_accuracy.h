@@ -14,23 +14,19 @@ struct BinaryAccuracyOptions {
   std::string name = "binary_accuracy";
 };
 
-class BinaryAccuracy : public MeanMetricWrapper {
+class BinaryAccuracy final : public MeanMetricWithOptions<BinaryAccuracy, BinaryAccuracyOptions> {
  public:
-  explicit BinaryAccuracy(BinaryAccuracyOptions options = {});
+  static constexpr const char* kClassName = "BinaryAccuracy";
+  using MeanMetricWithOptions::MeanMetricWithOptions;
 
-  double threshold() const { return threshold_; }
-  std::unique_ptr<Metric> clone() const override;
+  double threshold() const { return options().threshold; }
   nlohmann::json get_config() const override;
-  nlohmann::json to_config() const override;
 
  protected:
   // y_true (0/1 labels) and y_pred of one shape after Keras's rank alignment, e.g.
   // (batch,) and (batch, 1). Throws ShapeError "binary_accuracy: y_true shape (4,) and
   // y_pred shape (5,) do not match".
   internal::SampleValues values(const Tensor& y_true, const Tensor& y_pred) override;
-
- private:
-  double threshold_;
 };
 
 }  // namespace chorus::metrics

@@ -13,13 +13,10 @@ struct CategoricalAccuracyOptions {
   std::string name = "categorical_accuracy";
 };
 
-class CategoricalAccuracy : public MeanMetricWrapper {
+class CategoricalAccuracy final : public MeanMetricWithOptions<CategoricalAccuracy, CategoricalAccuracyOptions> {
  public:
-  explicit CategoricalAccuracy(CategoricalAccuracyOptions options = {});
-
-  std::unique_ptr<Metric> clone() const override;
-  nlohmann::json get_config() const override;
-  nlohmann::json to_config() const override;
+  static constexpr const char* kClassName = "CategoricalAccuracy";
+  using MeanMetricWithOptions::MeanMetricWithOptions;
 
  protected:
   // y_true (one-hot) and y_pred of one shape (..., classes). Throws ShapeError

@@ -13,12 +13,10 @@ struct MeanAbsoluteErrorOptions {
   std::string name = "mean_absolute_error";
 };
 
-class MeanAbsoluteError : public MeanMetricWrapper {
+class MeanAbsoluteError final : public MeanMetricWithOptions<MeanAbsoluteError, MeanAbsoluteErrorOptions> {
  public:
-  explicit MeanAbsoluteError(MeanAbsoluteErrorOptions options = {});
-
-  std::unique_ptr<Metric> clone() const override;
-  nlohmann::json to_config() const override;
+  static constexpr const char* kClassName = "MeanAbsoluteError";
+  using MeanMetricWithOptions::MeanMetricWithOptions;
 
  protected:
   // y_true, y_pred: one shape (batch, ..., d) after Keras's rank alignment, computed in

@@ -13,12 +13,10 @@ struct MeanSquaredErrorOptions {
   std::string name = "mean_squared_error";
 };
 
-class MeanSquaredError : public MeanMetricWrapper {
+class MeanSquaredError final : public MeanMetricWithOptions<MeanSquaredError, MeanSquaredErrorOptions> {
  public:
-  explicit MeanSquaredError(MeanSquaredErrorOptions options = {});
-
-  std::unique_ptr<Metric> clone() const override;
-  nlohmann::json to_config() const override;
+  static constexpr const char* kClassName = "MeanSquaredError";
+  using MeanMetricWithOptions::MeanMetricWithOptions;
 
  protected:
   // y_true, y_pred: one shape (batch, ..., d) after Keras's rank alignment, computed in

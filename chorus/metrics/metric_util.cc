@@ -99,6 +99,10 @@ void check_defined(const std::string& name, const Tensor& y_true, const Tensor& 
   if (!y_pred.defined()) throw_error<ValueError>("{}: y_pred is an undefined tensor", name);
 }
 
+void check_k(const std::string& name, int64_t k) {
+  if (k < 1) throw_error<ValueError>("{}: expected k >= 1, got {}", name, k);
+}
+
 Shape batch_shape_of(const Shape& shape) { return leading(shape, shape.rank() - 1); }
 
 std::vector<int64_t> row_argmax(const Tensor& x) {

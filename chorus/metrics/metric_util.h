@@ -53,6 +53,9 @@ double round_to(DType dtype, double value);
 // Throws ValueError "<name>: y_true is an undefined tensor" (or y_pred).
 void check_defined(const std::string& name, const Tensor& y_true, const Tensor& y_pred);
 
+// A top-k metric's k: throws ValueError "<name>: expected k >= 1, got 0".
+void check_k(const std::string& name, int64_t k);
+
 // x's shape without its last axis. REQUIRES: rank >= 1.
 Shape batch_shape_of(const Shape& shape);
 

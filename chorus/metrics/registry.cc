@@ -4,7 +4,10 @@
 #include "chorus/metrics/metric.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <string_view>
+#include <vector>
 
 #include "chorus/core/config_reader.h"
 #include "chorus/core/registry.h"
@@ -13,32 +16,32 @@
 namespace chorus::metrics {
 namespace {
 
-// A name from_name accepts and the class it makes; Keras's compile() names a metric
-// after the string it was given ("mse" stays "mse").
-struct NamedMetric {
-  std::string_view id;
+// The names from_name accepts for a built-in metric class besides "accuracy": Keras's
+// function name and its aliases, then the class name itself. Keras's compile() names a
+// metric after the string it was given ("mse" stays "mse").
+struct MetricNames {
   std::string_view class_name;
+  std::array<std::string_view, 3> aliases;  // the unused ones empty
+
+  // The aliases, then the class name.
+  std::vector<std::string_view> ids() const {
+    std::vector<std::string_view> out;
+    for (std::string_view alias : aliases) {
+      if (!alias.empty()) out.push_back(alias);
+    }
+    out.push_back(class_name);
+    return out;
+  }
 };
 
-constexpr NamedMetric kNamedMetrics[] = {
-    {"binary_accuracy", "BinaryAccuracy"},
-    {"BinaryAccuracy", "BinaryAccuracy"},
-    {"categorical_accuracy", "CategoricalAccuracy"},
-    {"CategoricalAccuracy", "CategoricalAccuracy"},
-    {"sparse_categorical_accuracy", "SparseCategoricalAccuracy"},
-    {"SparseCategoricalAccuracy", "SparseCategoricalAccuracy"},
-    {"top_k_categorical_accuracy", "TopKCategoricalAccuracy"},
-    {"TopKCategoricalAccuracy", "TopKCategoricalAccuracy"},
-    {"sparse_top_k_categorical_accuracy", "SparseTopKCategoricalAccuracy"},
-    {"SparseTopKCategoricalAccuracy", "SparseTopKCategoricalAccuracy"},
-    {"mse", "MeanSquaredError"},
-    {"MSE", "MeanSquaredError"},
-    {"mean_squared_error", "MeanSquaredError"},
-    {"MeanSquaredError", "MeanSquaredError"},
-    {"mae", "MeanAbsoluteError"},
-    {"MAE", "MeanAbsoluteError"},
-    {"mean_absolute_error", "MeanAbsoluteError"},
-    {"MeanAbsoluteError", "MeanAbsoluteError"},
+constexpr MetricNames kMetricNames[] = {
+    {"BinaryAccuracy", {"binary_accuracy"}},
+    {"CategoricalAccuracy", {"categorical_accuracy"}},
+    {"SparseCategoricalAccuracy", {"sparse_categorical_accuracy"}},
+    {"TopKCategoricalAccuracy", {"top_k_categorical_accuracy"}},
+    {"SparseTopKCategoricalAccuracy", {"sparse_top_k_categorical_accuracy"}},
+    {"MeanSquaredError", {"mse", "MSE", "mean_squared_error"}},
+    {"MeanAbsoluteError", {"mae", "MAE", "mean_absolute_error"}},
 };
 
 std::string lower(std::string_view text) {
@@ -105,16 +108,21 @@ Registry<Metric>& registry() {
 std::shared_ptr<Metric> Metric::from_name(std::string_view name) {
   const std::string id(name);
   if (lower(name) == "accuracy" || lower(name) == "acc") return std::make_shared<Accuracy>(Accuracy::automatic(id));
-  for (const NamedMetric& entry : kNamedMetrics) {
-    if (entry.id == name) return registry().make("Metric::from_name", std::string(entry.class_name), {{"name", id}});
+  for (const MetricNames& entry : kMetricNames) {
+    const auto ids = entry.ids();
+    if (std::find(ids.begin(), ids.end(), name) != ids.end()) {
+      return registry().make("Metric::from_name", std::string(entry.class_name), {{"name", id}});
+    }
   }
   // A class registered by the user, by its class name (as Keras's compile(metrics=["MyMetric"])).
   if (registry().contains(id)) return registry().make("Metric::from_name", id, nlohmann::json::object());
   std::string known = "accuracy, acc";
-  for (const NamedMetric& entry : kNamedMetrics) known += ", " + std::string(entry.id);
+  for (const MetricNames& entry : kMetricNames) {
+    for (std::string_view known_id : entry.ids()) known += ", " + std::string(known_id);
+  }
   for (const std::string& class_name : registry().names()) {
-    const bool builtin = std::any_of(std::begin(kNamedMetrics), std::end(kNamedMetrics),
-                                     [&](const NamedMetric& entry) { return entry.id == class_name; });
+    const bool builtin = std::any_of(std::begin(kMetricNames), std::end(kMetricNames),
+                                     [&](const MetricNames& entry) { return entry.class_name == class_name; });
     if (!builtin) known += ", " + class_name;
   }
   throw_error<ValueError>("Metric::from_name: unknown metric '{}'; known names: {}", name, known);

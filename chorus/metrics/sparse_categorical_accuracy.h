@@ -13,13 +13,11 @@ struct SparseCategoricalAccuracyOptions {
   std::string name = "sparse_categorical_accuracy";
 };
 
-class SparseCategoricalAccuracy : public MeanMetricWrapper {
+class SparseCategoricalAccuracy final
+    : public MeanMetricWithOptions<SparseCategoricalAccuracy, SparseCategoricalAccuracyOptions> {
  public:
-  explicit SparseCategoricalAccuracy(SparseCategoricalAccuracyOptions options = {});
-
-  std::unique_ptr<Metric> clone() const override;
-  nlohmann::json get_config() const override;
-  nlohmann::json to_config() const override;
+  static constexpr const char* kClassName = "SparseCategoricalAccuracy";
+  using MeanMetricWithOptions::MeanMetricWithOptions;
 
  protected:
   // y_true: labels (int32, int64 or float) of shape (batch,) or (batch, 1) for y_pred

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "chorus/metrics/mean_metric_wrapper.h"
+#include "chorus/metrics/top_k_categorical_accuracy.h"
 
 namespace chorus::metrics {
 
@@ -14,23 +14,16 @@ struct SparseTopKCategoricalAccuracyOptions {
   std::string name = "sparse_top_k_categorical_accuracy";
 };
 
-class SparseTopKCategoricalAccuracy : public MeanMetricWrapper {
+class SparseTopKCategoricalAccuracy final
+    : public TopKAccuracyMetric<SparseTopKCategoricalAccuracy, SparseTopKCategoricalAccuracyOptions> {
  public:
-  // Throws ValueError "sparse_top_k_categorical_accuracy: expected k >= 1, got 0".
-  explicit SparseTopKCategoricalAccuracy(SparseTopKCategoricalAccuracyOptions options = {});
-
-  int64_t k() const { return k_; }
-  std::unique_ptr<Metric> clone() const override;
-  nlohmann::json get_config() const override;
-  nlohmann::json to_config() const override;
+  static constexpr const char* kClassName = "SparseTopKCategoricalAccuracy";
+  using TopKAccuracyMetric::TopKAccuracyMetric;
 
  protected:
   // y_true: labels of shape (batch,) or (batch, 1) for y_pred (batch, classes); a label
   // that is not a class index never matches.
   internal::SampleValues values(const Tensor& y_true, const Tensor& y_pred) override;
-
- private:
-  int64_t k_;
 };
 
 }  // namespace chorus::metrics

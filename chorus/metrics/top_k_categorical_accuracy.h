@@ -9,27 +9,34 @@
 
 namespace chorus::metrics {
 
+// What the top-k accuracies share: an options struct with `k` (checked to be >= 1) and
+// `name`, and the config {name, k}.
+template <class Self, class Options>
+class TopKAccuracyMetric : public MeanMetricWithOptions<Self, Options> {
+ public:
+  // Throws ValueError "<name>: expected k >= 1, got 0".
+  explicit TopKAccuracyMetric(Options options = {}) : MeanMetricWithOptions<Self, Options>(std::move(options)) {
+    internal::check_k(this->name(), k());
+  }
+
+  int64_t k() const { return this->options().k; }
+  nlohmann::json get_config() const override { return {{"name", this->name()}, {"k", k()}}; }
+};
+
 struct TopKCategoricalAccuracyOptions {
   int64_t k = 5;  // must be >= 1
   std::string name = "top_k_categorical_accuracy";
 };
 
-class TopKCategoricalAccuracy : public MeanMetricWrapper {
+class TopKCategoricalAccuracy final
+    : public TopKAccuracyMetric<TopKCategoricalAccuracy, TopKCategoricalAccuracyOptions> {
  public:
-  // Throws ValueError "top_k_categorical_accuracy: expected k >= 1, got 0".
-  explicit TopKCategoricalAccuracy(TopKCategoricalAccuracyOptions options = {});
-
-  int64_t k() const { return k_; }
-  std::unique_ptr<Metric> clone() const override;
-  nlohmann::json get_config() const override;
-  nlohmann::json to_config() const override;
+  static constexpr const char* kClassName = "TopKCategoricalAccuracy";
+  using TopKAccuracyMetric::TopKAccuracyMetric;
 
  protected:
   // y_true (one-hot) and y_pred of one shape (..., classes).
   internal::SampleValues values(const Tensor& y_true, const Tensor& y_pred) override;
-
- private:
-  int64_t k_;
 };
 
 }  // namespace chorus::metrics

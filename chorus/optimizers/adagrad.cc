@@ -6,22 +6,32 @@
 #include "chorus/core/creation.h"
 #include "chorus/core/error.h"
 #include "chorus/optimizers/base_options.h"
+#include "chorus/optimizers/own_settings.h"
 #include "chorus/optimizers/sparse_rows.h"
 #include "chorus/optimizers/update_kernels.h"
 
 namespace chorus::optimizers {
+namespace {
+
+constexpr OwnSetting<AdagradOptions> kAdagradSettings[] = {
+    {"initial_accumulator_value", &AdagradOptions::initial_accumulator_value},
+    {"epsilon", &AdagradOptions::epsilon},
+};
+
+}  // namespace
 
 Adagrad::Adagrad(AdagradOptions options)
     : Optimizer("Adagrad", "adagrad", std::move(options.learning_rate), base_options(options)),
-      initial_accumulator_value_(options.initial_accumulator_value + 0.0),  // -0 -> +0: see update_kernels.h
-      epsilon_(options.epsilon) {
-  if (!(initial_accumulator_value_ >= 0)) {
-    throw_error<ValueError>("adagrad: expected initial_accumulator_value >= 0, got {}", initial_accumulator_value_);
+      options_(std::move(options)) {
+  options_.initial_accumulator_value += 0.0;  // -0 -> +0: see update_kernels.h
+  if (!(options_.initial_accumulator_value >= 0)) {
+    throw_error<ValueError>("adagrad: expected initial_accumulator_value >= 0, got {}",
+                            options_.initial_accumulator_value);
   }
 }
 
 void Adagrad::build_slots(const Variable& variable) {
-  add_slot(variable, "accumulator", initial_accumulator_value_);
+  add_slot(variable, "accumulator", options_.initial_accumulator_value);
 }
 
 void Adagrad::update_step(const Tensor& grad, const Variable& variable, size_t slot_index, double lr,
@@ -31,7 +41,7 @@ void Adagrad::update_step(const Tensor& grad, const Variable& variable, size_t s
       .accumulator = slots(slot_index)[0].value().data<float>(),
       .grad = grad.data<float>(),
       .lr = static_cast<float>(lr),
-      .epsilon = static_cast<float>(epsilon_),
+      .epsilon = static_cast<float>(options_.epsilon),
   };
   // Skipping the all-zero pieces (an embedding's untouched rows) is exact under these
   // conditions (update_kernels.h); otherwise every element takes the dense update.
@@ -41,7 +51,7 @@ void Adagrad::update_step(const Tensor& grad, const Variable& variable, size_t s
 
 void Adagrad::update_step_sparse(const autograd::IndexedSlices& grad, const Variable& variable, size_t slot_index,
                                  double lr, int64_t step) {
-  const auto lr32 = static_cast<float>(lr), epsilon = static_cast<float>(epsilon_);
+  const auto lr32 = static_cast<float>(lr), epsilon = static_cast<float>(options_.epsilon);
   // Rows a batch did not touch keep their bits under the dense update only on the
   // skip_zero_pieces conditions (update_kernels.h); otherwise the dense update it is.
   if (!(std::isfinite(lr32) && lr32 >= 0 && epsilon >= FLT_MIN)) {
@@ -83,9 +93,13 @@ Tensor& Adagrad::zeroed_gradient(size_t slot_index, const Variable& variable) {
 
 nlohmann::json Adagrad::get_config() const {
   nlohmann::json config = Optimizer::get_config();
-  config["initial_accumulator_value"] = initial_accumulator_value_;
-  config["epsilon"] = epsilon_;
+  write_own_settings(options_, kAdagradSettings, config);
   return config;
+}
+
+std::shared_ptr<Optimizer> adagrad_from_config(const nlohmann::json& config) {
+  return optimizer_from_config<Adagrad>("Adagrad", config,
+                                        [](ConfigReader& r) { return read_own_settings(r, kAdagradSettings); });
 }
 
 }  // namespace chorus::optimizers

@@ -33,8 +33,8 @@ class Adagrad : public Optimizer {
   explicit Adagrad(LearningRate learning_rate)
       : Adagrad(AdagradOptions{.learning_rate = std::move(learning_rate)}) {}
 
-  double initial_accumulator_value() const { return initial_accumulator_value_; }
-  double epsilon() const { return epsilon_; }
+  double initial_accumulator_value() const { return options_.initial_accumulator_value; }
+  double epsilon() const { return options_.epsilon; }
   // The base config plus "initial_accumulator_value" and "epsilon".
   nlohmann::json get_config() const override;
 
@@ -51,8 +51,7 @@ class Adagrad : public Optimizer {
   // A table-shaped gradient buffer for the variable at slot_index, +0.0 between steps.
   Tensor& zeroed_gradient(size_t slot_index, const Variable& variable);
 
-  double initial_accumulator_value_;
-  double epsilon_;
+  AdagradOptions options_;  // the learning rate is the base's
   // By slot index: the buffers a small table's sparse gradients are added into (not
   // state: not saved, and all +0.0 whenever no update runs).
   std::vector<Tensor> zeroed_gradients_;

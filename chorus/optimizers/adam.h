@@ -31,10 +31,10 @@ class Adam : public Optimizer {
   // Defaults, with this learning rate: `Adam(1e-3)`.
   explicit Adam(LearningRate learning_rate) : Adam(AdamOptions{.learning_rate = std::move(learning_rate)}) {}
 
-  double beta_1() const { return beta_1_; }
-  double beta_2() const { return beta_2_; }
-  double epsilon() const { return epsilon_; }
-  bool amsgrad() const { return amsgrad_; }
+  double beta_1() const { return options_.beta_1; }
+  double beta_2() const { return options_.beta_2; }
+  double epsilon() const { return options_.epsilon; }
+  bool amsgrad() const { return options_.amsgrad; }
   // The base config plus "beta_1", "beta_2", "epsilon" and "amsgrad".
   nlohmann::json get_config() const override;
 
@@ -47,10 +47,7 @@ class Adam : public Optimizer {
                    int64_t step) override;
 
  private:
-  double beta_1_;
-  double beta_2_;
-  double epsilon_;
-  bool amsgrad_;
+  AdamOptions options_;  // the learning rate is the base's
 };
 
 }  // namespace chorus::optimizers

@@ -11,9 +11,8 @@
 #include "chorus/optimizers/adagrad.h"
 #include "chorus/optimizers/adam.h"
 #include "chorus/optimizers/adamw.h"
-#include "chorus/optimizers/base_options.h"
-#include "chorus/core/config_reader.h"
 #include "chorus/optimizers/optimizer.h"
+#include "chorus/optimizers/own_settings.h"
 #include "chorus/optimizers/rmsprop.h"
 #include "chorus/optimizers/sgd.h"
 
@@ -26,51 +25,6 @@ std::string lower(std::string_view text) {
   std::string out(text);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
   return out;
-}
-
-std::shared_ptr<Optimizer> sgd_from_config(const json& config) {
-  return optimizer_from_config<SGD>("SGD", config, [](ConfigReader& r) {
-    return SGDOptions{.momentum = r.number("momentum", 0.0), .nesterov = r.boolean("nesterov", false)};
-  });
-}
-
-// Adam's own keys; AdamW's are the same (Keras's AdamW is Adam with weight decay).
-template <class Options>
-Options adam_options(ConfigReader& r) {
-  return Options{.beta_1 = r.number("beta_1", 0.9),
-                 .beta_2 = r.number("beta_2", 0.999),
-                 .epsilon = r.number("epsilon", 1e-7),
-                 .amsgrad = r.boolean("amsgrad", false)};
-}
-
-std::shared_ptr<Optimizer> adam_from_config(const json& config) {
-  return optimizer_from_config<Adam>("Adam", config, adam_options<AdamOptions>);
-}
-
-std::shared_ptr<Optimizer> adamw_from_config(const json& config) {
-  return optimizer_from_config<AdamW>("AdamW", config, [](ConfigReader& r) {
-    // AdamW's weight decay is a number with a default, not an optional setting.
-    if (const json* decay = r.find("weight_decay"); decay != nullptr && decay->is_null()) {
-      throw_error<ValueError>("AdamW: expected weight_decay to be a number, got null");
-    }
-    return adam_options<AdamWOptions>(r);
-  });
-}
-
-std::shared_ptr<Optimizer> adagrad_from_config(const json& config) {
-  return optimizer_from_config<Adagrad>("Adagrad", config, [](ConfigReader& r) {
-    return AdagradOptions{.initial_accumulator_value = r.number("initial_accumulator_value", 0.1),
-                          .epsilon = r.number("epsilon", 1e-7)};
-  });
-}
-
-std::shared_ptr<Optimizer> rmsprop_from_config(const json& config) {
-  return optimizer_from_config<RMSprop>("RMSprop", config, [](ConfigReader& r) {
-    return RMSpropOptions{.rho = r.number("rho", 0.9),
-                          .momentum = r.number("momentum", 0.0),
-                          .epsilon = r.number("epsilon", 1e-7),
-                          .centered = r.boolean("centered", false)};
-  });
 }
 
 Registry<Optimizer>& registry() {

@@ -32,10 +32,10 @@ class RMSprop : public Optimizer {
   explicit RMSprop(LearningRate learning_rate)
       : RMSprop(RMSpropOptions{.learning_rate = std::move(learning_rate)}) {}
 
-  double rho() const { return rho_; }
-  double momentum() const { return momentum_; }
-  double epsilon() const { return epsilon_; }
-  bool centered() const { return centered_; }
+  double rho() const { return options_.rho; }
+  double momentum() const { return options_.momentum; }
+  double epsilon() const { return options_.epsilon; }
+  bool centered() const { return options_.centered; }
   // The base config plus "rho", "momentum", "epsilon" and "centered".
   nlohmann::json get_config() const override;
 
@@ -45,10 +45,7 @@ class RMSprop : public Optimizer {
                    int64_t step) override;
 
  private:
-  double rho_;
-  double momentum_;
-  double epsilon_;
-  bool centered_;
+  RMSpropOptions options_;  // the learning rate is the base's
 };
 
 }  // namespace chorus::optimizers

@@ -28,8 +28,8 @@ class SGD : public Optimizer {
   // Defaults, with this learning rate: `SGD(0.1)`.
   explicit SGD(LearningRate learning_rate) : SGD(SGDOptions{.learning_rate = std::move(learning_rate)}) {}
 
-  double momentum() const { return momentum_; }
-  bool nesterov() const { return nesterov_; }
+  double momentum() const { return options_.momentum; }
+  bool nesterov() const { return options_.nesterov; }
   // The base config plus "momentum" and "nesterov".
   nlohmann::json get_config() const override;
 
@@ -44,8 +44,7 @@ class SGD : public Optimizer {
                           int64_t step) override;
 
  private:
-  double momentum_;
-  bool nesterov_;
+  SGDOptions options_;  // the learning rate is the base's
 };
 
 }  // namespace chorus::optimizers

@@ -17,8 +17,8 @@ bool is_true_id(double id) { return id >= 0 && std::floor(id) == id; }
 
 }  // namespace
 
-RecallAtK::RecallAtK(RecallAtKOptions options) : MeanMetricWrapper(default_name(options)), k_(options.k) {
-  if (k_ < 1) throw_error<ValueError>("{}: expected k >= 1, got {}", name(), k_);
+RecallAtK::RecallAtK(RecallAtKOptions options) : MeanMetricWithOptions(default_name(options), options) {
+  metrics::internal::check_k(name(), k());
 }
 
 metrics::internal::SampleValues RecallAtK::values(const Tensor& y_true, const Tensor& y_pred) {
@@ -30,7 +30,7 @@ metrics::internal::SampleValues RecallAtK::values(const Tensor& y_true, const Te
         "y_true {} and y_pred {}",
         name(), y_true.shape().to_string(), y_pred.shape().to_string());
   }
-  const int64_t batch = y_pred.dim(0), m = y_pred.dim(1), kept = std::min(k_, m);
+  const int64_t batch = y_pred.dim(0), m = y_pred.dim(1), kept = std::min(k(), m);
   const int64_t t = y_true.rank() == 1 ? 1 : y_true.dim(1);
   const std::vector<double> truth = y_true.to_vector<double>();
   const std::vector<double> retrieved = y_pred.to_vector<double>();
@@ -51,12 +51,6 @@ metrics::internal::SampleValues RecallAtK::values(const Tensor& y_true, const Te
   return {std::move(values), Shape{batch}};
 }
 
-std::unique_ptr<metrics::Metric> RecallAtK::clone() const {
-  return std::make_unique<RecallAtK>(RecallAtKOptions{.k = k_, .name = name()});
-}
-
-nlohmann::json RecallAtK::get_config() const { return {{"name", name()}, {"k", k_}}; }
-
-nlohmann::json RecallAtK::to_config() const { return {{"class_name", "RecallAtK"}, {"config", get_config()}}; }
+nlohmann::json RecallAtK::get_config() const { return {{"name", name()}, {"k", k()}}; }
 
 }  // namespace chorus::recsys

@@ -27,24 +27,20 @@ struct RecallAtKOptions {
 //   recsys::RecallAtK recall({.k = 10});
 //   recall.update_state(movie_ids, top_ids);  // (B,) and (B, 10) int32
 //   double r = recall.result();
-class RecallAtK : public metrics::MeanMetricWrapper {
+class RecallAtK final : public metrics::MeanMetricWithOptions<RecallAtK, RecallAtKOptions> {
  public:
+  static constexpr const char* kClassName = "RecallAtK";
   // Throws ValueError "recall_at_0: expected k >= 1, got 0".
   explicit RecallAtK(RecallAtKOptions options = {});
 
-  int64_t k() const { return k_; }
-  std::unique_ptr<metrics::Metric> clone() const override;
+  int64_t k() const { return options().k; }
   nlohmann::json get_config() const override;
-  nlohmann::json to_config() const override;
 
  protected:
   // Throws ShapeError naming the metric: "recall_at_10: expected y_pred of shape
   // (batch, m) with y_true of shape (batch,), (batch, 1) or (batch, t); got y_true (4,)
   // and y_pred (5, 10)".
   metrics::internal::SampleValues values(const Tensor& y_true, const Tensor& y_pred) override;
-
- private:
-  int64_t k_;
 };
 
 }  // namespace chorus::recsys

@@ -9,16 +9,16 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/autograd/variable.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using testing::same_bits;
+using namespace testing::test_names;
 using autograd::GradientTape;
 using autograd::IndexedSlices;
 using autograd::Variable;
-using testing::random_tensor;
 
 TEST(IndexedSlicesTest, ToDenseAddsRepeatedRowsInPositionOrder) {
   const IndexedSlices slices{.values = from_values<float>({1, 2, 10, 20, 100, 200}, {3, 2}),

@@ -4,6 +4,7 @@
 
 #include "chorus/autograd/variable.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
@@ -11,10 +12,7 @@ namespace {
 
 using autograd::GradientTape;
 using autograd::Variable;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using testing::random_tensor;
-using testing::tensors_near;
+using namespace testing::test_names;
 
 TEST(GradientTapeTest, VariablesAreWatchedAutomatically) {
   Variable w("dense/kernel", from_values({2.f, 3.f}));

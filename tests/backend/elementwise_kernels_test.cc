@@ -11,6 +11,7 @@
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/ops/elementwise.h"
 #include "tests/ops/elementwise_reference.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus {
 namespace {
@@ -20,8 +21,7 @@ using backend::cpu::Isa;
 using backend::cpu::isa_name;
 using backend::cpu::isa_supported;
 using backend::cpu::ScopedIsaOverride;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 using testing::random_of;
 using testing::random_view;
 

@@ -17,14 +17,13 @@
 #include "chorus/io/atomic_file.h"
 #include "tests/models/model_test_util.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::callbacks {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // Thrown by the test's "crash" callback: the process dying at that point.
 struct BackupCrash : std::runtime_error {

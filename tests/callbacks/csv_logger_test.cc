@@ -8,13 +8,13 @@
 #include "chorus/core/error.h"
 #include "chorus/io/atomic_file.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::callbacks {
 namespace {
 
 using models::Logs;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 class CSVLoggerTest : public testing::TempDirTest {
  protected:

@@ -16,13 +16,13 @@
 #include "tests/callbacks/callback_test_util.h"
 #include "tests/testing/run_chorus.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::callbacks {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
+using namespace testing::test_names;
 using chorus::testing::run_chorus;
 
 class FaultToleranceCommandTest : public chorus::testing::TempDirTest {};

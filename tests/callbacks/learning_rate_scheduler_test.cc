@@ -5,12 +5,12 @@
 
 #include "chorus/core/error.h"
 #include "tests/callbacks/callback_test_util.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::callbacks {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // A schedule the test can name: half the step count.
 struct HalfStep : optimizers::LearningRateSchedule {

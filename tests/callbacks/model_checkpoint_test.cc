@@ -9,14 +9,14 @@
 #include "chorus/core/error.h"
 #include "tests/callbacks/callback_test_util.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::callbacks {
 namespace {
 
 namespace fs = std::filesystem;
 using models::Logs;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 class ModelCheckpointTest : public testing::TempDirTest {
  protected:

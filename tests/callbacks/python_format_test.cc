@@ -7,12 +7,12 @@
 #include <gtest/gtest.h>
 
 #include "chorus/core/error.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::callbacks {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // The expected texts are what Python 3 prints.
 TEST(PythonReprTest, MatchesPythonRepr) {

@@ -5,12 +5,12 @@
 
 #include "chorus/core/error.h"
 #include "tests/callbacks/callback_test_util.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::callbacks {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // Rates follow Keras's rule by hand: wait counts epochs without improvement (by more than
 // min_delta), a reduction resets it and starts the cooldown, min_lr bounds the rate.

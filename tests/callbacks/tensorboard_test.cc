@@ -12,13 +12,13 @@
 #include "tests/callbacks/callback_test_util.h"
 #include "tests/testing/event_records.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::callbacks {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 using testing::Scalar;
 
 std::unique_ptr<models::Model> model_with_metric(double learning_rate) {

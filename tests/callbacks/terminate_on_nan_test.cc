@@ -8,13 +8,13 @@
 
 #include "chorus/core/error.h"
 #include "tests/callbacks/callback_test_util.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::callbacks {
 namespace {
 
 using models::Logs;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 

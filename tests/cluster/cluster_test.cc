@@ -8,12 +8,12 @@
 #include <string>
 
 #include "chorus/core/error.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::cluster {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 ClusterSpec discover(const std::map<std::string, std::string>& env) {
   return discover_cluster([&](const char* name) -> const char* {

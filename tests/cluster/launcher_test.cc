@@ -20,13 +20,12 @@
 #include "chorus/core/error.h"
 #include "tests/testing/free_port.h"
 #include "tests/testing/run_chorus.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::cluster {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(LauncherTest, WorkersGetTheirEnvironmentAndPrefixedOutput) {
   ::testing::internal::CaptureStdout();

@@ -15,14 +15,14 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "tests/testing/free_port.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::cluster {
 namespace {
 
 using chorus::testing::free_port;
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 using namespace std::chrono_literals;
 
 ClusterSpec rank_of(int rank, int size, int port, std::string job = "job") {

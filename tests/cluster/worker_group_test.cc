@@ -16,11 +16,12 @@
 
 #include "chorus/comm/gloo_communicator.h"
 #include "chorus/core/error.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::cluster {
 namespace {
 
-using ::testing::HasSubstr;
+using namespace testing::test_names;
 
 // Sets an environment variable for one test.
 class ScopedEnv {

@@ -12,6 +12,7 @@
 #include "chorus/core/creation.h"
 #include "tests/comm/typed_collectives.h"
 #include "tests/testing/free_port.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::comm {
@@ -19,7 +20,7 @@ namespace {
 
 using chorus::testing::free_port;
 
-using ::testing::HasSubstr;
+using namespace testing::test_names;
 using namespace std::chrono_literals;
 
 // Runs body(rank, communicator) on `size` ranks, each with its own store client.

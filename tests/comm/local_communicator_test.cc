@@ -12,15 +12,13 @@
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/core/creation.h"
 #include "tests/comm/typed_collectives.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::comm {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using testing::random_tensor;
+using namespace testing::test_names;
 using Comms = std::vector<std::unique_ptr<Communicator>>;
 
 // Short enough that a bug fails the test instead of hanging the suite.

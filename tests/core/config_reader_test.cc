@@ -5,12 +5,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/testing/test_names.h"
+
 namespace chorus {
 namespace {
 
 using nlohmann::json;
-using ::testing::Eq;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(ConfigReaderTest, ReadsTypedValuesWithDefaultsForAbsentOrNullKeys) {
   const json config = json::parse(R"({"units": 10, "rate": 0.5, "bias": true, "name": "d", "seed": null,

@@ -1,12 +1,11 @@
 #include "chorus/core/creation.h"
-
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(CreationTest, FullOnesZerosInEveryDtype) {
   EXPECT_EQ(full({2, 2}, 3.5).to_vector<float>(), std::vector<float>(4, 3.5f));

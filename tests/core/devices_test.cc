@@ -3,13 +3,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(DevicesTest, TheCountComesFromTheEnvironmentAndABadOneIsNamed) {
   set_cpu_devices(0);

@@ -6,13 +6,13 @@
 #include "chorus/ops/elementwise.h"
 #include "chorus/ops/matmul.h"
 #include "chorus/ops/reduction.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(DTypeTest, NamesParseBackAndSizes) {
   for (DType dtype : {kFloat32, kBFloat16, kInt32, kInt64, kBool, kString, kUInt8}) {

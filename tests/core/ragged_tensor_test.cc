@@ -1,13 +1,13 @@
 #include "chorus/core/ragged_tensor.h"
 
 #include "chorus/core/creation.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 std::vector<std::string> strings_of(const Tensor& t) { return {t.strings().begin(), t.strings().end()}; }
 

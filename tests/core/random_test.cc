@@ -2,13 +2,13 @@
 
 #include <cmath>
 
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // Known-answer vectors from the Random123 distribution (kat_vectors, philox4x32_10).
 TEST(PhiloxTest, MatchesRandom123KnownAnswers) {

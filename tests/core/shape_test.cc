@@ -1,12 +1,11 @@
 #include "chorus/core/shape.h"
-
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(ShapeTest, BasicsAndFormatting) {
   Shape s{64, 785};

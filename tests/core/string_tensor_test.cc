@@ -6,13 +6,13 @@
 #include "chorus/core/tree.h"
 #include "chorus/io/safetensors.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // Longer than std::string's small buffer, so a wrong copy or a double free shows.
 const std::string kLong(100, 'x');

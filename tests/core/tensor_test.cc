@@ -7,13 +7,13 @@
 #include <thread>
 
 #include "chorus/core/creation.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(TensorTest, EveryDtypeHasItsSizeAndName) {
   const std::pair<DType, size_t> cases[] = {{kFloat32, 4}, {kBFloat16, 2}, {kInt32, 4}, {kInt64, 8}, {kBool, 1}};

@@ -1,13 +1,13 @@
 #include "chorus/core/tree.h"
 
 #include "chorus/core/creation.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(TreeTest, DictBuiltLikeTheRetrievalModel) {
   Tensor emb = zeros({4, 32});

@@ -10,13 +10,13 @@
 #include "chorus/data/text_line_dataset.h"
 #include "tests/data/dataset_test_util.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::data {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // Line j of file k reads "k0j" (k * 100 + j), so every element names its file and line.
 constexpr int kLines[] = {5, 4, 6, 3};

@@ -1,14 +1,12 @@
 // batch, padded_batch and unbatch against plain stacking loops, and their errors.
 #include "tests/data/dataset_test_util.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::data {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using chorus::testing::random_tensor;
+using namespace testing::test_names;
 
 // A generator of sequences: element i is an int32 vector of length lengths[i] holding
 // 100 * i + 0, 1, ...

@@ -11,14 +11,14 @@
 
 #include "chorus/data/cache_file.h"
 #include "tests/data/dataset_test_util.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::data {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 using testing::fingerprints;
 
 // A generator dataset of n mixed elements ({"f": (3,) float32, "i": () int64, "b": (2,)

@@ -8,16 +8,13 @@
 
 #include "chorus/backend/cpu/parallel.h"
 #include "tests/data/dataset_test_util.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::data {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using chorus::testing::random_tensor;
+using namespace testing::test_names;
 using testing::scalars;
 
 std::vector<int64_t> iota(int64_t begin, int64_t end) {

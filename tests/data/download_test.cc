@@ -27,14 +27,13 @@
 #include "tests/testing/http_server.h"
 #include "tests/testing/run_chorus.h"
 #include "tests/testing/shared_data.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::data {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using ::testing::UnorderedElementsAre;
+using namespace testing::test_names;
 using testing::HttpServer;
 
 struct ZipEntry {

@@ -14,13 +14,13 @@
 #include "chorus/data/mnist.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::data {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // Big-endian IDX bytes: magic, dims, then `payload` (already big-endian).
 std::string idx_bytes(uint8_t type, const std::vector<uint32_t>& dims, const std::string& payload) {

@@ -9,13 +9,13 @@
 #include <gtest/gtest-spi.h>
 
 #include "tests/data/dataset_test_util.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::data {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 using testing::expect_restores_exactly;
 
 const std::vector<int64_t> kStops = {0, 1, 2, 5, 13, 50, 99, 100, 101, 250, 1000};

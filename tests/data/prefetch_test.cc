@@ -5,12 +5,12 @@
 #include <thread>
 
 #include "tests/data/dataset_test_util.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::data {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 using testing::scalars;
 
 Tree scalar_of(int64_t v) { return Tree(from_values<int64_t>({v}, Shape{})); }

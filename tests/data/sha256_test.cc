@@ -12,12 +12,12 @@
 #include <gtest/gtest.h>
 
 #include "chorus/core/error.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::data {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(Sha256Test, NistVectors) {
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");

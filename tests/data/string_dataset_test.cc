@@ -8,13 +8,13 @@
 #include "chorus/core/ragged_tensor.h"
 #include "tests/data/dataset_test_util.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::data {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 using testing::expect_restores_exactly;
 using testing::fingerprints;
 

@@ -9,13 +9,13 @@
 #include "chorus/data/line_reader.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::data {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 class TextLineDatasetTest : public testing::TempDirTest {};
 

@@ -27,11 +27,12 @@
 #include "tests/distribute/two_tower_util.h"
 #include "tests/models/model_test_util.h"
 #include "tests/testing/free_port.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::testing {
 namespace {
 
-using ::testing::HasSubstr;
+using namespace testing::test_names;
 using nlohmann::json;
 
 // "mlp": 98 rows in batches of 16, so the last batch of 2 rows leaves a third worker

@@ -14,11 +14,12 @@
 #include "tests/distribute/multi_worker_harness.h"
 #include "tests/distribute/two_tower_util.h"
 #include "tests/models/model_test_util.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::testing {
 namespace {
 
-using ::testing::HasSubstr;
+using namespace testing::test_names;
 using nlohmann::json;
 
 // The meshes a multi-worker scenario runs on (2 workers × 2 devices).

@@ -21,11 +21,12 @@
 #include "chorus/chorus.h"
 #include "tests/distribute/multi_worker_harness.h"
 #include "tests/models/model_test_util.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::testing {
 namespace {
 
-using ::testing::HasSubstr;
+using namespace testing::test_names;
 using nlohmann::json;
 
 // "seeded_by_rank": every rank builds its model from another seed (the reference: rank

@@ -19,13 +19,13 @@
 #include "chorus/replicas/replica_runner.h"
 #include "tests/distribute/two_tower_util.h"
 #include "tests/models/model_test_util.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 namespace dist = chorus::distribution;
 
 // Logical devices for the test (more than cores is allowed), restored afterwards.

@@ -14,13 +14,13 @@
 #include "chorus/core/sharding.h"
 #include "tests/distribute/two_tower_util.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 namespace dist = chorus::distribution;
 
 class ModelParallelTest : public testing::TempDirTest {

@@ -15,14 +15,13 @@
 
 #include "chorus/core/error.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::io {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 class AtomicFileTest : public chorus::testing::TempDirTest {
  protected:

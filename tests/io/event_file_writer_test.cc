@@ -10,12 +10,12 @@
 #include "chorus/core/error.h"
 #include "tests/testing/event_records.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::io {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 class EventFileWriterTest : public testing::TempDirTest {};
 

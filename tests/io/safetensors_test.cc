@@ -14,15 +14,14 @@
 #include "chorus/core/creation.h"
 #include "chorus/io/atomic_file.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::io {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // Same dtype, shape and bytes.
 ::testing::AssertionResult bit_equal(const Tensor& a, const Tensor& b) {

@@ -8,12 +8,12 @@
 #include "chorus/io/crc32c.h"
 #include "tests/testing/event_records.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::io {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 class TfRecordWriterTest : public testing::TempDirTest {
  protected:

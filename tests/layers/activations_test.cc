@@ -4,16 +4,13 @@
 
 #include "chorus/autograd/tape.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::activations {
 namespace {
 
-using testing::expect_gradients_match;
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
 double softplus_ref(double x) { return std::log1p(std::exp(x)); }

@@ -10,7 +10,6 @@ namespace chorus::layers {
 namespace {
 
 using namespace testing::layer_test_names;
-using ::testing::Eq;
 
 // y[r, u] = act(sum_k x[r, k] w[k, u] + b[u]) over the rows of a (rows, in) view of x.
 Tensor dense_ref(const Tensor& x, const Tensor& w, const Tensor& b, double (*act)(double)) {

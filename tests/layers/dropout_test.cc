@@ -10,7 +10,6 @@ namespace chorus::layers {
 namespace {
 
 using namespace testing::layer_test_names;
-using ::testing::Eq;
 
 TEST(DropoutTest, Conformance) {
   expect_layer_conforms({

@@ -2,14 +2,13 @@
 
 #include <cmath>
 
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::layers {
 namespace {
 
-using ::testing::HasSubstr;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 struct Stats {
   double mean = 0, stddev = 0, min = 0, max = 0;

@@ -15,6 +15,7 @@
 #include "chorus/layers/input_layer.h"
 #include "chorus/layers/layer.h"
 #include "chorus/layers/registry.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::testing {
@@ -142,17 +143,11 @@ inline void expect_2d_input_spec(layers::Layer& layer, int64_t batch, int64_t un
                   prefix + "expected ndim=2, found ndim=3. Full shape received: " + deeper.to_string())));
 }
 
-// The names every layer test uses: a test says `using namespace testing::layer_test_names;`
-// in its anonymous namespace once, instead of a using-declaration per name in every file.
+// The names every layer test uses (test_names.h's and expect_layer_conforms): a test says
+// `using namespace testing::layer_test_names;` in its anonymous namespace once.
 namespace layer_test_names {
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::StrEq;
-using ::testing::ThrowsMessage;
-using chorus::testing::expect_gradients_match;
+using namespace test_names;
 using chorus::testing::expect_layer_conforms;
-using chorus::testing::random_tensor;
-using chorus::testing::tensors_near;
 }  // namespace layer_test_names
 
 }  // namespace chorus::testing

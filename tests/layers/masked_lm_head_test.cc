@@ -2,15 +2,13 @@
 
 #include "chorus/autograd/tape.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::layers {
 namespace {
 
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 Tensor head_positions(const std::vector<int32_t>& values, const Shape& shape) {
   return from_values<int32_t>(values, shape);

@@ -10,13 +10,13 @@
 #include "chorus/layers/layers.h"
 #include "chorus/ops/ops.h"
 #include "tests/testing/registry_coverage.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::layers {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(LayerRegistryTest, BuildsEveryBuiltInFromItsConfig) {
   const std::vector<std::shared_ptr<Layer>> originals = {

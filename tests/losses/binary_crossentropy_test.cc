@@ -4,18 +4,14 @@
 
 #include "chorus/ops/ops.h"
 #include "tests/losses/loss_reference.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
 using testing::clip_probability;
-using testing::expect_gradients_match;
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using testing::tensor_of;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 double bce_probability(double t, double p) {
   p = clip_probability(p);

@@ -9,18 +9,14 @@
 #include "chorus/ops/ops.h"
 #include "tests/losses/loss_reference.h"
 #include "tests/testing/registry_coverage.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
 using losses::Loss;
-using testing::expect_gradients_match;
-using ::testing::Eq;
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using testing::tensor_of;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // Per-sample squared errors of (rows, d) tensors, in double.
 std::vector<double> squared_errors(const Tensor& t, const Tensor& p) {

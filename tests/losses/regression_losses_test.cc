@@ -4,18 +4,14 @@
 #include "chorus/losses/mean_squared_error.h"
 #include "chorus/ops/ops.h"
 #include "tests/losses/loss_reference.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using testing::expect_gradients_match;
-using ::testing::HasSubstr;
+using namespace testing::test_names;
 using testing::per_row;
-using testing::random_tensor;
-using testing::tensor_of;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
 
 double squared(double t, double p) { return (t - p) * (t - p); }
 double absolute(double t, double p) { return std::abs(t - p); }

@@ -7,18 +7,14 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/ops/ops.h"
 #include "tests/losses/loss_reference.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
 using testing::clip_probability;
-using testing::expect_gradients_match;
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using testing::tensor_of;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // -log p[label] per row; p from logits or rescaled, clipped probabilities.
 Tensor sparse_crossentropy_reference(const Tensor& labels, const Tensor& p, bool from_logits) {

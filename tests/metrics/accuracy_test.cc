@@ -3,14 +3,14 @@
 #include "chorus/core/creation.h"
 #include "chorus/metrics/metrics.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
 using metrics::AccuracyKind;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 Tensor f32(std::initializer_list<float> v, const Shape& shape) { return from_values(v, shape); }
 

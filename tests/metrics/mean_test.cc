@@ -4,13 +4,13 @@
 #include "chorus/core/creation.h"
 #include "chorus/metrics/sum.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(MeanTest, ScalarsWithWeights) {
   metrics::Mean mean;

@@ -10,16 +10,14 @@
 #include "chorus/metrics/metrics.h"
 #include "chorus/ops/ops.h"
 #include "tests/testing/registry_coverage.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
 using metrics::Metric;
-using ::testing::Eq;
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 struct Batch {
   Tensor y_true, y_pred, sample_weight;

@@ -3,14 +3,13 @@
 #include "chorus/metrics/mean_absolute_error.h"
 #include "chorus/metrics/mean_squared_error.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using testing::random_tensor;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // sum_r w_r * mean_c f(t - p) / sum_r w_r over (rows, d).
 template <class F>

@@ -7,17 +7,14 @@
 #include "chorus/layers/multi_head_attention.h"
 #include "chorus/models/model.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::mixed_precision {
 namespace {
 
-using ::testing::StrEq;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 using testing::GlobalPolicy;
-using testing::random_tensor;
-using testing::same_bits;
-using testing::tensors_near;
 
 // x rounded to bfloat16 and widened back: what a bfloat16 computation reads.
 Tensor rounded(const Tensor& x) { return ops::cast(ops::cast(x, kBFloat16), kFloat32); }

@@ -9,12 +9,12 @@
 #include "chorus/core/registry.h"
 #include "tests/callbacks/callback_test_util.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // scale * mean squared error.
 class UserScaledMse : public losses::Loss {

@@ -5,13 +5,13 @@
 
 #include "chorus/chorus.h"
 #include "tests/models/model_test_util.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::models {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 class FunctionalTest : public ::testing::Test {
  protected:

@@ -10,15 +10,13 @@
 #include "chorus/chorus.h"
 #include "tests/models/model_test_util.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::models {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // Dense(8, relu) -> Dense(3), written by subclassing.
 class TwoDense : public Model {

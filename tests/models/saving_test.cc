@@ -7,13 +7,13 @@
 #include "chorus/chorus.h"
 #include "tests/models/model_test_util.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::models {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 class SavingTest : public testing::TempDirTest {
  protected:

@@ -8,16 +8,13 @@
 #include "chorus/backend/cpu/matmul.h"
 #include "chorus/core/creation.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::ops {
 namespace {
 
-using testing::expect_gradients_match;
-using testing::random_tensor;
-using testing::tensors_near;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 struct Reference {
   Tensor output, probabilities;

@@ -7,13 +7,13 @@
 #include "chorus/ops/elementwise.h"
 #include "chorus/ops/reduction.h"
 #include "tests/ops/elementwise_reference.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus {
 namespace {
 
 using autograd::GradientTape;
-using testing::expect_gradients_match;
-using testing::random_tensor;
+using namespace testing::test_names;
 using Inputs = std::vector<Tensor>;
 
 // Shapes for binary gradients: same, row, column, both-sided, scalar, rank mismatch.

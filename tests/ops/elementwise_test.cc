@@ -9,12 +9,12 @@
 #include "chorus/core/creation.h"
 #include "chorus/ops/operators.h"
 #include "tests/ops/elementwise_reference.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 using testing::kNumericDTypes;
 using testing::kSizes;
 using testing::random_of;

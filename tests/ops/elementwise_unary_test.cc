@@ -6,12 +6,12 @@
 
 #include "chorus/ops/elementwise.h"
 #include "tests/ops/elementwise_reference.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 using testing::kSizes;
 using testing::random_view;
 using testing::reference_unary;

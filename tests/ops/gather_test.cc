@@ -7,16 +7,13 @@
 
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/ops/reduction.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using testing::expect_gradients_match;
-using testing::random_tensor;
-using testing::tensors_near;
+using namespace testing::test_names;
 
 template <class I>
 Tensor random_indices(const Shape& shape, int64_t bound, uint32_t seed) {

@@ -6,15 +6,13 @@
 #include "chorus/backend/cpu/matmul.h"
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using testing::random_tensor;
-using testing::tensors_near;
+using namespace testing::test_names;
 
 // Reference: the definition of batched matmul, accumulating in double. a and b have
 // rank >= 2 (stored layout; `ta`/`tb` swap their last two axes) and batch axes that

@@ -11,19 +11,15 @@
 #include "chorus/backend/cpu/reduce_kernels.h"
 #include "chorus/ops/ops.h"
 #include "tests/ops/reduction_reference.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using testing::same_bits;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using testing::expect_gradients_match;
-using testing::random_tensor;
+using namespace testing::test_names;
 using testing::Ref;
 using testing::reference_reduce;
-using testing::tensors_near;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 

@@ -6,15 +6,13 @@
 #include <numeric>
 
 #include "chorus/core/creation.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using testing::expect_gradients_match;
-using testing::random_tensor;
+using namespace testing::test_names;
 
 constexpr DType kShapeOpDTypes[] = {kFloat32, kBFloat16, kInt32, kInt64, kBool, kUInt8};
 

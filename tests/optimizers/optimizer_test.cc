@@ -11,15 +11,13 @@
 #include "chorus/optimizers/optimizers.h"
 #include "tests/optimizers/optimizer_test_util.h"
 #include "tests/testing/registry_coverage.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::optimizers {
 namespace {
 
 using autograd::Variable;
-using ::testing::Eq;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using testing::tensor_of;
+using namespace testing::test_names;
 using testing::values_of;
 using testing::variable_of;
 using Vars = std::vector<Variable>;

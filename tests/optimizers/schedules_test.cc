@@ -12,13 +12,12 @@
 
 #include "chorus/core/error.h"
 #include "tests/testing/registry_coverage.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::optimizers::schedules {
 namespace {
 
-using ::testing::Eq;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(ScheduleTest, ExponentialDecay) {
   const ExponentialDecay smooth(0.1, 10, 0.5);

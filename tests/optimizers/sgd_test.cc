@@ -3,12 +3,12 @@
 #include "chorus/optimizers/sgd.h"
 
 #include "tests/optimizers/optimizer_test_util.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::optimizers {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 using testing::expect_matches_reference;
 using testing::Values;
 

@@ -10,15 +10,14 @@
 #include "chorus/optimizers/adam.h"
 #include "chorus/optimizers/sgd.h"
 #include "tests/optimizers/optimizer_test_util.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::optimizers {
 namespace {
 
-using testing::same_bits;
+using namespace testing::test_names;
 using autograd::IndexedSlices;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
 
 // `n` gradient rows for a (rows, width) table: indices with repeats (every third
 // repeats an earlier one), values with a -0.0 and a +0.0 row among them.

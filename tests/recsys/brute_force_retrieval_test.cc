@@ -17,13 +17,13 @@
 #include "chorus/core/creation.h"
 #include "chorus/ops/ops.h"
 #include "chorus/recsys/brute_force_retrieval.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::recsys {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 struct Reference {
   std::vector<float> scores;  // (B, k)

@@ -11,12 +11,12 @@
 
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::recsys {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 std::shared_ptr<TableConfig> make_table(const std::string& name, int64_t rows, int64_t dim,
                                         std::string combiner = "mean") {

@@ -5,13 +5,13 @@
 
 #include "chorus/core/creation.h"
 #include "chorus/recsys/retrieval_metrics.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::recsys {
 namespace {
 
 using ::testing::DoubleEq;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // Retrieved ids of 4 queries, best first.
 Tensor retrieved() {

@@ -11,6 +11,7 @@
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/comm/local_communicator.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::replicas {
@@ -18,8 +19,7 @@ namespace {
 
 using autograd::GradientTape;
 using autograd::Variable;
-using testing::random_tensor;
-using testing::tensors_near;
+using namespace testing::test_names;
 
 // A two-layer model whose first kernel (10 x 6 = 60 floats) is larger than half of a
 // 64-float bucket, so the reducer cuts it into two row blocks of 5 rows.

@@ -1,6 +1,7 @@
 // Where tests find the shared data sets, and what a test that cannot find one says: a
 // user who cloned the repository alone must learn how to supply the data.
 #include "tests/testing/shared_data.h"
+#include "tests/testing/test_names.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -16,9 +17,7 @@
 namespace chorus::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::Not;
+using namespace testing::test_names;
 
 // Points CHORUS_SHARED_DATA and CHORUS_DATA_HOME at empty folders of a fresh temporary
 // directory for the test's duration, then gives back what the caller had set: the tests

@@ -6,11 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "chorus/core/error.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::text {
 namespace {
 
-using ::testing::ElementsAre;
+using namespace testing::test_names;
 
 // ids: [PAD]0 [UNK]1 [CLS]2 [SEP]3 [MASK]4 the5 cat6 sat7 on8 mat9 .10
 BertTokenizer tokenizer() {

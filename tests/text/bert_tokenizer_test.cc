@@ -8,13 +8,12 @@
 
 #include "chorus/core/error.h"
 #include "tests/testing/shared_data.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::text {
 namespace {
 
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 class BertTokenizerRealVocabTest : public ::testing::Test {
  protected:

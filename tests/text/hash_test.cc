@@ -5,11 +5,12 @@
 
 #include <string>
 
+#include "tests/testing/test_names.h"
+
 namespace chorus::text {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // The bytes 0, 1, ..., n - 1: the messages of SipHash's reference vectors.
 std::string counting_bytes(int n) {

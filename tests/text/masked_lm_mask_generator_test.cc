@@ -10,13 +10,12 @@
 
 #include "chorus/core/creation.h"
 #include "chorus/core/error.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::text {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 constexpr int32_t kPad = 0, kCls = 1, kSep = 2, kMask = 3;
 

@@ -6,13 +6,12 @@
 #include "chorus/core/error.h"
 #include "chorus/text/multi_segment_packer.h"
 #include "chorus/text/start_end_packer.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::text {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 std::vector<int32_t> v(std::initializer_list<int32_t> ids) { return ids; }
 

@@ -10,13 +10,12 @@
 
 #include "chorus/core/creation.h"
 #include "chorus/core/error.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::text {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 std::vector<std::string> values_of(const Tensor& t) { return {t.strings().begin(), t.strings().end()}; }
 

@@ -5,13 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "chorus/core/error.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::text::strings {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(StringsTest, LengthInBytesOrCharacters) {
   const std::string text = "h\u00e9llo";  // é is 2 bytes

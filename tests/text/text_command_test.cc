@@ -9,11 +9,12 @@
 
 #include "tests/testing/run_chorus.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::text {
 namespace {
 
-using ::testing::HasSubstr;
+using namespace testing::test_names;
 namespace fs = std::filesystem;
 
 using chorus::testing::run_chorus;

@@ -14,13 +14,12 @@
 #include "chorus/text/word_piece_tokenizer.h"
 #include "chorus/text/word_tokenizer.h"
 #include "tests/testing/shared_data.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::text {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // ids:                                      0        1        2      3        4        5      6     7        8
 const std::vector<std::string> kTensorVocab{"[PAD]", "[UNK]", "the", "quick", "brown", "fox", "un", "##aff", "##able",

@@ -7,12 +7,12 @@
 
 #include "chorus/core/error.h"
 #include "chorus/text/regex.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::text {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(UnicodeTest, NormalizesToEachForm) {
   const std::string composed = "caf\u00e9";      // é as one code point

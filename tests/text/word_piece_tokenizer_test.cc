@@ -8,13 +8,12 @@
 
 #include "chorus/core/error.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::text {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // ids:                                0        1        2      3        4        5      6     7        8
 const std::vector<std::string> kVocab{"[PAD]", "[UNK]", "the", "quick", "brown", "fox", "un", "##aff", "##able",

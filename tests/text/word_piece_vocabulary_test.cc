@@ -15,13 +15,12 @@
 #include "chorus/text/unicode.h"
 #include "chorus/text/word_piece_tokenizer.h"
 #include "chorus/text/word_tokenizer.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::text {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 // "ab" x 20. Thresholds are searched in [max(min count, 10), min(max count, 1e7)] = [10, 20];
 // the first, 15, keeps "ab" (20) and "##b" (20) in pass 0; from pass 1 on, "ab" splits as

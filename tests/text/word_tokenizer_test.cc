@@ -6,13 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "chorus/core/error.h"
+#include "tests/testing/test_names.h"
 
 namespace chorus::text {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 TEST(WordTokenizerTest, VocabularyIsReservedThenWordsByCountThenCodePoint) {
   // counts: the 3, cat 2, sat 2, Zoo 1, a 1, é 1. Ties by code point: "Z" < "a" < "é".

@@ -27,6 +27,17 @@ using TokenMap = std::conditional_t<is_string_token<Token>,
                                     std::unordered_map<std::string, int64_t, text::StringHash, std::equal_to<>>,
                                     std::unordered_map<int64_t, int64_t>>;
 
+// The config key that tells the lookup classes apart, at the one value chorus supports.
+struct ClassKey {
+  const char* key;
+  const char* value;
+  const char* supported;  // what the error for another value says is supported
+};
+
+template <class Token>
+constexpr ClassKey kClassKey = is_string_token<Token> ? ClassKey{"encoding", "utf-8", "the utf-8 encoding"}
+                                                      : ClassKey{"vocabulary_dtype", "int64", "vocabulary_dtype int64"};
+
 // How a token reads in an error message: 'z' or 1000.
 std::string show(const std::string& token) { return bytes_literal(token); }
 std::string show(int64_t token) { return std::to_string(token); }
@@ -464,12 +475,17 @@ nlohmann::json IndexLookup<Token>::get_config() const {
   config["oov_method"] = config_.oov_method == OovMethod::kFarmHash ? "farmhash" : "floormod";
   config["salt"] = detail::salt_to_json(config_.salt);
   config["has_input_vocabulary"] = config_.has_input_vocabulary.value_or(false);
+  config[kClassKey<Token>.key] = kClassKey<Token>.value;
   return config;
 }
 
 template <class Token>
 detail::IndexLookupConfig<Token> IndexLookup<Token>::config_from_json(ConfigReader& r, Token default_oov) {
   const std::string& class_name = r.owner();
+  constexpr ClassKey own = kClassKey<Token>;
+  if (const std::string value = r.string(own.key, own.value); value != own.value) {
+    throw_error<ValueError>("{}: only {} is supported. Received: {}={}", class_name, own.supported, own.key, value);
+  }
   detail::IndexLookupConfig<Token> c;
   c.max_tokens = r.optional<int64_t>("max_tokens");
   c.num_oov_indices = r.integer("num_oov_indices", 1);

@@ -106,6 +106,9 @@ class IndexLookup : public Layer {
   // shape or a RaggedTensor in Tree form. Thread-safe.
   Tree lookup(const Tree& inputs) const;
 
+  // The shared keys, and the one key that tells the lookup classes apart at the only value
+  // chorus supports: StringLookup's encoding "utf-8", IntegerLookup's vocabulary_dtype
+  // "int64".
   nlohmann::json get_config() const override;
 
  protected:
@@ -115,8 +118,14 @@ class IndexLookup : public Layer {
   Tree call(const Tree& inputs, bool /*training*/) override { return lookup(inputs); }
   // The options stored by get_config() (the shared keys; "vocabulary" holds the current
   // vocabulary with its special tokens, so an adapted layer saves what it learned);
-  // `default_oov` where the config has no oov_token.
+  // `default_oov` where the config has no oov_token. Throws ValueError for another value
+  // of the class's own key ("StringLookup: only the utf-8 encoding is supported. Received:
+  // encoding=latin-1").
   static detail::IndexLookupConfig<Token> config_from_json(ConfigReader& config, Token default_oov);
+  // A lookup class's from_config: `make` builds the layer from config_from_json's result,
+  // then the base fields are read and any other key is an error (index_lookup_config.h).
+  template <class Make>
+  static auto lookup_from_config(const char* class_name, const nlohmann::json& config, Token default_oov, Make make);
 
  private:
   struct Table;    // the vocabulary as call() reads it (index_lookup.cc)

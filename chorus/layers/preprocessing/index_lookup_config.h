@@ -1,11 +1,26 @@
 // index_lookup_config: the IndexLookupConfig of StringLookup's or IntegerLookup's options,
-// written once for both. Internal to chorus/layers/preprocessing (their .cc files include
-// it); a pure function of its argument.
+// and their from_config, written once for both. Internal to chorus/layers/preprocessing
+// (their .cc files include it); pure functions of their arguments.
 #pragma once
 
 #include <utility>
 
+#include "chorus/layers/layer_util.h"
 #include "chorus/layers/preprocessing/index_lookup.h"
+
+namespace chorus::layers {
+
+template <class Token>
+template <class Make>
+auto IndexLookup<Token>::lookup_from_config(const char* class_name, const nlohmann::json& config, Token default_oov,
+                                            Make make) {
+  ConfigReader reader(class_name, config);
+  auto layer = make(config_from_json(reader, std::move(default_oov)));
+  detail::finish_config(*layer, reader);
+  return layer;
+}
+
+}  // namespace chorus::layers
 
 namespace chorus::layers::detail {
 

@@ -48,7 +48,6 @@ class IntegerLookup : public IndexLookup<int64_t> {
  public:
   explicit IntegerLookup(IntegerLookupOptions options = {});
 
-  nlohmann::json get_config() const override;
   static std::shared_ptr<IntegerLookup> from_config(const nlohmann::json& config);
   std::shared_ptr<Layer> move_to_heap() && override { return std::make_shared<IntegerLookup>(std::move(*this)); }
 

@@ -57,7 +57,6 @@ class StringLookup : public IndexLookup<std::string> {
   // weights without tf_idf, max_tokens <= 1, ...) or a bad vocabulary.
   explicit StringLookup(StringLookupOptions options = {});
 
-  nlohmann::json get_config() const override;
   static std::shared_ptr<StringLookup> from_config(const nlohmann::json& config);
   std::shared_ptr<Layer> move_to_heap() && override { return std::make_shared<StringLookup>(std::move(*this)); }
 

@@ -8,10 +8,7 @@ namespace chorus::layers {
 namespace {
 
 using namespace testing::layer_test_names;
-using testing::expect_floats;
-using testing::expect_ints;
-using testing::ints;
-using testing::strings;
+using namespace testing::preprocessing_test_names;
 
 // Keras's docstring input: [['A'], ['B'], ['C'], ['D'], ['E']].
 Tensor letters() { return strings(Shape{5, 1}, {"A", "B", "C", "D", "E"}); }

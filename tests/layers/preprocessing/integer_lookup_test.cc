@@ -11,9 +11,7 @@ namespace chorus::layers {
 namespace {
 
 using namespace testing::layer_test_names;
-using testing::expect_floats;
-using testing::expect_ints;
-using testing::ints;
+using namespace testing::preprocessing_test_names;
 
 const std::vector<int64_t> kIntegerVocab = {12, 36, 1138, 42};
 

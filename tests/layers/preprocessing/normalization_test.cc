@@ -11,7 +11,7 @@ namespace chorus::layers {
 namespace {
 
 using namespace testing::layer_test_names;
-using testing::expect_floats;
+using namespace testing::preprocessing_test_names;
 
 // Keras's docstring data: [[0, 7, 4], [2, 9, 6], [0, 7, 4], [2, 9, 6]] (mean [1, 8, 5], variance 1).
 Tensor features() { return from_values({0.f, 7.f, 4.f, 2.f, 9.f, 6.f, 0.f, 7.f, 4.f, 2.f, 9.f, 6.f}, Shape{4, 3}); }

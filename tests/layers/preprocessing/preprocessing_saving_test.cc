@@ -12,7 +12,7 @@
 namespace chorus::layers {
 namespace {
 
-using testing::strings;
+using namespace testing::preprocessing_test_names;
 
 class PreprocessingSavingTest : public testing::TempDirTest {
  protected:

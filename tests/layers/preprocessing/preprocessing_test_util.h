@@ -37,4 +37,14 @@ inline void expect_floats(const Tensor& t, const Shape& shape, const std::vector
   for (size_t i = 0; i < values.size(); ++i) EXPECT_NEAR(got[i], values[i], tol) << "element " << i;
 }
 
+// The names the preprocessing layer tests use beside layer_test_names': a test says
+// `using namespace testing::preprocessing_test_names;` in its anonymous namespace once.
+namespace preprocessing_test_names {
+using chorus::testing::expect_floats;
+using chorus::testing::expect_ints;
+using chorus::testing::ints;
+using chorus::testing::string_values;
+using chorus::testing::strings;
+}  // namespace preprocessing_test_names
+
 }  // namespace chorus::testing

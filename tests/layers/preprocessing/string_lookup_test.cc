@@ -12,9 +12,7 @@ namespace chorus::layers {
 namespace {
 
 using namespace testing::layer_test_names;
-using testing::expect_floats;
-using testing::expect_ints;
-using testing::strings;
+using namespace testing::preprocessing_test_names;
 
 const std::vector<std::string> kStringVocab = {"a", "b", "c", "d"};
 

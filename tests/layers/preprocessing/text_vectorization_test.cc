@@ -13,9 +13,7 @@ namespace chorus::layers {
 namespace {
 
 using namespace testing::layer_test_names;
-using testing::expect_floats;
-using testing::expect_ints;
-using testing::strings;
+using namespace testing::preprocessing_test_names;
 
 std::vector<std::string> tokens(const TextVectorization& layer, const Tensor& texts) {
   return testing::string_values(layer.preprocess(texts).values());

@@ -2,14 +2,13 @@
 
 #include "chorus/models/bert/bert_presets.h"
 #include "chorus/ops/ops.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::models {
 namespace {
 
-using ::testing::HasSubstr;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 BertBackboneConfig small_bert_config() {
   return {.vocabulary_size = 50, .num_layers = 2, .num_heads = 2, .hidden_dim = 8, .intermediate_dim = 16,

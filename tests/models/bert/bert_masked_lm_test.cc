@@ -15,14 +15,13 @@
 #include "tests/distribute/two_tower_util.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::models {
 namespace {
 
-using ::testing::HasSubstr;
-using testing::tensors_near;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 namespace dist = chorus::distribution;
 
 BertBackboneConfig mlm_test_config(int64_t vocabulary = 40) {

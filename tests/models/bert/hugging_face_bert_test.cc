@@ -7,14 +7,13 @@
 #include "chorus/models/bert/bert_masked_lm.h"
 #include "chorus/ops/ops.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
 namespace chorus::models {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace testing::test_names;
 
 class HuggingFaceBertTest : public testing::TempDirTest {
  protected:
