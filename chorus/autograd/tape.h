@@ -25,7 +25,6 @@
 
 namespace chorus::autograd {
 
-
 // Called by GradientTape::gradient as soon as the gradient of sources[index] is final
 // (no record left to process uses it), while the backward pass goes on: data-parallel
 // replicas start reducing those gradients early. Undefined where the source gets none.
@@ -69,7 +68,6 @@ class RowStream {
 // one call of one record's backward function and passed to it; valid only during it.
 class BackwardContext {
  public:
-  BackwardContext() = default;
   BackwardContext(std::span<const RowStream* const> streams, std::span<std::vector<IndexedSlices>* const> sinks)
       : streams_(streams), sinks_(sinks) {}
 
