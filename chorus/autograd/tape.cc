@@ -8,6 +8,7 @@
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/core/creation.h"
 #include "chorus/core/sharding.h"
+#include "chorus/profiler/profiler.h"
 
 namespace chorus::autograd {
 namespace {
@@ -242,7 +243,11 @@ std::vector<Tensor> GradientTape::compute_gradients(const Tensor& target, std::s
           sink_of[i] = &slices[static_cast<size_t>(slot)];
         }
       }
-      std::vector<Tensor> grad_inputs = record.backward(grad_outputs, BackwardContext(stream_of, sink_of));
+      std::vector<Tensor> grad_inputs;
+      {
+        profiler::Scope event("backward", record.op);
+        grad_inputs = record.backward(grad_outputs, BackwardContext(stream_of, sink_of));
+      }
       for (size_t i = 0; i < record.input_slots.size(); ++i) {
         const int32_t slot = record.input_slots[i];
         if (slot < 0) continue;

@@ -10,6 +10,7 @@
 #include "chorus/callbacks/learning_rate_scheduler.h"
 #include "chorus/callbacks/model_checkpoint.h"
 #include "chorus/callbacks/monitor_callback.h"
+#include "chorus/callbacks/profile_batches.h"
 #include "chorus/callbacks/reduce_lr_on_plateau.h"
 #include "chorus/callbacks/tensorboard.h"
 #include "chorus/callbacks/terminate_on_nan.h"

@@ -1,7 +1,11 @@
 #include "chorus/callbacks/tensorboard.h"
 
+#include <ctime>
 #include <filesystem>
 
+#include <fmt/chrono.h>
+
+#include "chorus/callbacks/profile_batches.h"
 #include "chorus/cluster/worker_group.h"
 #include "chorus/core/error.h"
 #include "chorus/distribution/initialize.h"
@@ -18,6 +22,13 @@ TensorBoard::TensorBoard(std::string log_dir, TensorBoardOptions options)
         "TensorBoard: expected update_freq >= 1 (a number of batches; nullopt for once an epoch). Received: "
         "update_freq={}",
         *options_.update_freq);
+  }
+  const auto [first, last] = options_.profile_batch;
+  if (!(first == 0 && last == 0) && (first < 1 || last < first)) {
+    throw_error<ValueError>(
+        "TensorBoard: profile_batch must be {{0, 0}} (no profiling) or a range of batches {{first, last}} with 1 <= "
+        "first <= last. Received: profile_batch={{{}, {}}}",
+        first, last);
   }
 }
 
@@ -47,18 +58,34 @@ void TensorBoard::close_writers() {
   if (val) val->close();
 }
 
-void TensorBoard::on_train_begin(const models::Logs& /*logs*/) {
+void TensorBoard::on_train_begin(const models::Logs& logs) {
   close_writers();  // an evaluate() before this fit may have left a validation file open
   chief_ = is_chief();
   global_train_batch_ = 0;
   if (chief_) train_writer();  // fails now, not after the first epoch, when log_dir is unwritable
+  profile_.reset();
+  if (options_.profile_batch.first > 0) {
+    // Keras's layout (<log_dir>/train/plugins/profile/<run>/<host>.<suffix>), one run per fit.
+    const std::string run = fmt::format("{:%Y_%m_%d_%H_%M_%S}", fmt::localtime(std::time(nullptr)));
+    profile_ = std::make_unique<ProfileBatches>(
+        std::filesystem::path(log_dir_) / "train" / "plugins" / "profile" / run / (io::host_name() + ".trace.json"),
+        options_.profile_batch.first, options_.profile_batch.second);
+    profile_->on_train_begin(logs);
+  }
 }
 
-void TensorBoard::on_train_end(const models::Logs& /*logs*/) { close_writers(); }
+void TensorBoard::on_train_end(const models::Logs& logs) {
+  close_writers();
+  if (profile_) profile_->on_train_end(logs);
+}
 
-void TensorBoard::on_train_batch_begin(int64_t /*batch*/, const models::Logs& /*logs*/) { ++global_train_batch_; }
+void TensorBoard::on_train_batch_begin(int64_t batch, const models::Logs& logs) {
+  ++global_train_batch_;
+  if (profile_) profile_->on_train_batch_begin(batch, logs);
+}
 
-void TensorBoard::on_train_batch_end(int64_t /*batch*/, const models::Logs& logs) {
+void TensorBoard::on_train_batch_end(int64_t batch, const models::Logs& logs) {
+  if (profile_) profile_->on_train_batch_end(batch, logs);
   if (!chief_ || !options_.update_freq || global_train_batch_ % *options_.update_freq != 0) return;
   for (const auto& [name, value] : logs) train_writer().add_scalar("batch_" + name, value, global_train_batch_);
 }

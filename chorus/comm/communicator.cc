@@ -2,10 +2,34 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "chorus/profiler/profiler.h"
+
 namespace chorus::comm {
+namespace {
+
+class TracedWork final : public Work {
+ public:
+  TracedWork(const char* op, std::unique_ptr<Work> work) : event_(std::in_place, "collective", op), work_(std::move(work)) {}
+  void wait() override {
+    work_->wait();
+    event_.reset();
+  }
+
+ private:
+  std::optional<profiler::Scope> event_;
+  std::unique_ptr<Work> work_;
+};
+
+}  // namespace
+
+std::unique_ptr<Work> traced(const char* op, std::unique_ptr<Work> work) {
+  if (!profiler::recording()) return work;
+  return std::make_unique<TracedWork>(op, std::move(work));
+}
 
 size_t element_size(ElementType type) {
   switch (type) {

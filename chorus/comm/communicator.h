@@ -81,6 +81,10 @@ class Work {
   virtual void wait() = 0;
 };
 
+// `work` timed, for a profile recording now (profiler/profiler.h), as one "collective"
+// event named `op` from now until wait() returns; `work` itself otherwise.
+std::unique_ptr<Work> traced(const char* op, std::unique_ptr<Work> work);
+
 class Communicator {
  public:
   virtual ~Communicator() = default;

@@ -12,6 +12,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "chorus/core/env.h"
+#include "chorus/profiler/profiler.h"
 
 namespace chorus::comm {
 namespace {
@@ -129,16 +130,17 @@ std::unique_ptr<Work> GlooCommunicator::enqueue(const char* op, Run run) {
     queue_.push_back(task);
   }
   ready_.notify_one();
-  return std::make_unique<FutureWork>(std::move(done));
+  return traced(op, std::make_unique<FutureWork>(std::move(done)));
 }
 
 void GlooCommunicator::run_now(const char* op, Run run) {
   std::unique_lock lock(mutex_);
   if (running_ || !queue_.empty()) {
     lock.unlock();
-    enqueue(op, std::move(run))->wait();
+    enqueue(op, std::move(run))->wait();  // timed by enqueue
     return;
   }
+  profiler::Scope event("collective", op);
   running_ = true;
   const std::string aborted = aborted_;
   lock.unlock();

@@ -460,8 +460,9 @@ class LocalCommunicator final : public Communicator {
 
  private:
   std::unique_ptr<Work> start(Args args) {
+    const char* op = kind_name(args.kind);
     std::shared_ptr<Slot> slot = group_->arrive(rank_, std::move(args));
-    return std::make_unique<LocalWork>(group_, rank_, std::move(slot));
+    return traced(op, std::make_unique<LocalWork>(group_, rank_, std::move(slot)));
   }
 
   std::shared_ptr<Group> group_;

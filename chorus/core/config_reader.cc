@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "chorus/core/closest_names.h"
+
 namespace chorus {
 namespace {
 
@@ -17,21 +19,6 @@ const char* json_type_name(const json& value) {
   if (value.is_string()) return "a string";
   if (value.is_array()) return "a list";
   return "an object";
-}
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 
 // The known key within two edits of `key` (and closer than half its length), if any: a

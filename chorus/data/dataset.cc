@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "chorus/data/dataset_impl.h"
+#include "chorus/profiler/profiler.h"
 
 namespace chorus::data {
 namespace {
@@ -157,7 +158,10 @@ IteratorImpl& Iterator::checked() const {
   return *impl_;
 }
 
-std::optional<Tree> Iterator::next() { return checked().next(); }
+std::optional<Tree> Iterator::next() {
+  profiler::Scope event("data", "next");  // what the consumer waits for the element
+  return checked().next();
+}
 
 IteratorPosition Iterator::position() const {
   return {nlohmann::json{{"pipeline", pipeline_}, {"state", checked().position()}}};

@@ -13,6 +13,7 @@
 
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/data/dataset_impl.h"
+#include "chorus/profiler/profiler.h"
 
 namespace chorus::data {
 namespace {
@@ -140,6 +141,7 @@ class ParallelMapIterator final : public IteratorImpl {
       std::optional<Tree> result;
       std::exception_ptr error;
       try {
+        profiler::Scope event("data", "map");
         result = ds_->apply(*slot->input, slot->position);
       } catch (...) {
         error = std::current_exception();

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "chorus/data/dataset_impl.h"
+#include "chorus/profiler/profiler.h"
 
 namespace chorus::data {
 namespace {
@@ -98,6 +99,7 @@ class PrefetchIterator final : public IteratorImpl {
       }
       Item item;
       try {
+        profiler::Scope event("data", "prefetch");
         item.element = input_->next();
       } catch (...) {
         item.error = std::current_exception();

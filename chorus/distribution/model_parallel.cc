@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "chorus/core/closest_names.h"
 #include "chorus/core/error.h"
 
 namespace chorus::distribution {
@@ -101,6 +102,23 @@ VariablePlacement ModelParallel::placement_of(const std::string& path, const Ten
     out = VariablePlacement{axis, dim};
   }
   return out;
+}
+
+void ModelParallel::check_layout_keys(std::span<const std::string> variable_paths,
+                                      std::span<const std::string> output_paths) const {
+  if (options_.ignore_unmatched_layout_keys) return;
+  std::vector<std::string> paths(variable_paths.begin(), variable_paths.end());
+  paths.insert(paths.end(), output_paths.begin(), output_paths.end());
+  const std::vector<std::string> unmatched = layout_map_.unmatched_keys(paths);
+  if (unmatched.empty()) return;
+  std::string nearest;
+  for (const std::string& path : closest_names(unmatched[0], variable_paths, 3)) {
+    nearest += (nearest.empty() ? "'" : ", '") + path + "'";
+  }
+  throw_error<ValueError>(
+      "LayoutMap: key '{}' matches no variable and no layer output of the model; the nearest variable paths: {} "
+      "(ModelParallelOptions::ignore_unmatched_layout_keys ignores such keys, as Keras does)",
+      unmatched[0], nearest.empty() ? "none (the model has no variables)" : nearest);
 }
 
 int ModelParallel::num_replicas() const {

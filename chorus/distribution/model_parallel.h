@@ -12,6 +12,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 
 #include "chorus/distribution/distribution.h"
@@ -35,6 +36,10 @@ struct ModelParallelOptions {
   // is split over it by rows too; each device updates its rows, then the rows are
   // gathered. A variable whose first dimension does not divide keeps whole state.
   bool shard_optimizer_state = false;
+  // Keras's behaviour: a LayoutMap key that matches no variable and no layer output is
+  // ignored. chorus refuses one by default, since a renamed layer would otherwise stay
+  // replicated until it runs out of memory.
+  bool ignore_unmatched_layout_keys = false;
 };
 
 class ModelParallel : public Distribution {
@@ -64,6 +69,11 @@ class ModelParallel : public Distribution {
   // nullopt for none. The batch axis may name the first dimension (the batch is split along
   // it anyway). Throws ValueError as placement() does.
   std::optional<VariablePlacement> output_placement(const std::string& layer_path, const Shape& shape) const;
+
+  // Throws ValueError for the first LayoutMap key that matches none of `variable_paths` and
+  // none of `output_paths` ("<layer path>/output"), naming it and the three variable paths
+  // nearest it, unless options().ignore_unmatched_layout_keys.
+  void check_layout_keys(std::span<const std::string> variable_paths, std::span<const std::string> output_paths) const;
 
   // The data-parallel replicas: the batch axis's size (times the workers, unless the mesh
   // spans them).

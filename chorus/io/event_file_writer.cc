@@ -36,12 +36,6 @@ double wall_time() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
-  return name;
-}
-
 // TensorFlow's events_writer.cc names files with a process-wide counter, so two writers
 // opened in the same second never collide.
 std::filesystem::path new_file_name(const std::filesystem::path& log_dir) {
@@ -68,6 +62,12 @@ void write_event(TFRecordWriter& records, const tensorboard::Event& event) {
 }
 
 }  // namespace
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
 
 EventFileWriter::EventFileWriter(const std::filesystem::path& log_dir) {
   std::error_code error;

@@ -38,4 +38,7 @@ class EventFileWriter {
   std::unique_ptr<TFRecordWriter> records_;
 };
 
+// This machine's name, as TensorBoard's file names carry it ("localhost" if unknown).
+std::string host_name();
+
 }  // namespace chorus::io

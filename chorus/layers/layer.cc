@@ -13,6 +13,7 @@
 #include "chorus/layers/node.h"
 #include "chorus/layers/weight_budget.h"
 #include "chorus/ops/elementwise.h"
+#include "chorus/profiler/profiler.h"
 
 namespace chorus::layers {
 namespace {
@@ -128,6 +129,7 @@ void Layer::build_from(const Tree& inputs) { maybe_build(inputs); }
 
 Tree Layer::operator()(const Tree& inputs, bool training) & {
   if (is_symbolic(inputs)) return call_symbolic(inputs, nullptr);
+  profiler::Scope event("layer", path(), class_name_);
   maybe_build(inputs);
   if (!input_spec_.empty()) assert_input_compatibility(input_spec_, inputs, name_);
   Tree outputs = call_autocast(inputs, training);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -25,6 +26,7 @@
 #include "chorus/models/whole_values.h"
 #include "chorus/models/worker_input.h"
 #include "chorus/ops/ops.h"
+#include "chorus/profiler/profiler.h"
 #include "chorus/replicas/mesh_runner.h"
 #include "chorus/replicas/replica_runner.h"
 #include "chorus/replicas/sparse_exchange.h"
@@ -32,6 +34,23 @@
 
 namespace chorus::models {
 namespace {
+
+// "<layer path>/output" for `layer` and every layer under it: the keys of output layouts.
+void collect_output_paths(const layers::Layer& layer, std::set<const layers::Layer*>& seen,
+                          std::vector<std::string>& out) {
+  if (!seen.insert(&layer).second) return;
+  out.push_back(layer.path() + "/output");
+  for (const layers::Layer* sublayer : layer.layers()) collect_output_paths(*sublayer, seen, out);
+}
+
+// Refuses a LayoutMap key that lays out nothing of the model (a renamed layer).
+void check_layout_keys(const distribution::ModelParallel& dist, const Model& model) {
+  std::vector<std::string> variable_paths, output_paths;
+  for (const Variable& v : model.weights()) variable_paths.push_back(v.path());
+  std::set<const layers::Layer*> seen;
+  collect_output_paths(model, seen, output_paths);
+  dist.check_layout_keys(variable_paths, output_paths);
+}
 
 // Rank 0's values of `variables`, copied into every worker's in one broadcast.
 void broadcast_from_chief(const std::vector<Variable>& variables, comm::Communicator& workers) {
@@ -122,6 +141,7 @@ void DistributedSteps::place_on_mesh(replicas::MeshRunner& runner, const Tree& b
   if (placed_on_mesh_) return;
   model_.build_on_first_row(batch);
   const auto& dist = dynamic_cast<const distribution::ModelParallel&>(*model_.distribution());
+  check_layout_keys(dist, model_);
   std::vector<std::pair<Variable, distribution::VariablePlacement>> placements;
   // Every layout is checked before any variable moves.
   for (const Variable& v : model_.weights()) placements.emplace_back(v, dist.placement(v));
@@ -177,6 +197,7 @@ void DistributedSteps::sync_workers(const Tree& batch, int64_t global_rows) {
   std::vector<Variable> variables = model_.weights();
   std::vector<std::string> signature = training_signature(model_, global_rows);
   if (const auto* mesh = dynamic_cast<const distribution::ModelParallel*>(model_.distribution().get())) {
+    check_layout_keys(*mesh, model_);  // before the workers' first collective
     std::string devices;
     for (const Device& d : mesh->device_mesh().devices()) devices += (devices.empty() ? "" : ", ") + d.to_string();
     signature.push_back(fmt::format("a mesh of {} of {} devices: {}", mesh->device_mesh().devices().size(),
@@ -298,6 +319,7 @@ void DistributedSteps::merge_worker_metrics() {
 }
 
 Logs DistributedSteps::train(const WorkerInput::Step& input, bool merge_workers) {
+  profiler::Scope event("step", "train_step");
   replicas::StepRunner* runner = step_runner();
   if (!memory_checked_ && dynamic_cast<replicas::MeshRunner*>(runner) == nullptr && device_memory_limit()) {
     // Every device holds the whole state: build it now to count it (place_on_mesh checks
@@ -326,6 +348,7 @@ Logs DistributedSteps::train(const WorkerInput::Step& input, bool merge_workers)
 }
 
 Logs DistributedSteps::test(const WorkerInput::Step& input, bool merge_workers) {
+  profiler::Scope event("step", "test_step");
   if (step_runner() == nullptr) return model_.test_step(input.batch);
   const bool rows = input.global_rows.value_or(batch_rows(input.batch, model_.name())) > 0;
   const StepMetrics step_metrics = merge_workers ? StepMetrics::kAllWorkers : StepMetrics::kThisWorker;
@@ -336,6 +359,7 @@ Logs DistributedSteps::test(const WorkerInput::Step& input, bool merge_workers) 
 }
 
 Tree DistributedSteps::predict(const Tree& batch) {
+  profiler::Scope event("step", "predict_step");
   replicas::StepRunner* runner = step_runner();
   if (runner == nullptr) return model_.predict_step(batch);
   std::vector<Tree> outputs(static_cast<size_t>(runner->num_replicas()));

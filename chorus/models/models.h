@@ -13,4 +13,5 @@
 #include "chorus/models/progbar_logger.h"
 #include "chorus/models/sequential.h"
 #include "chorus/models/state_bytes.h"
+#include "chorus/models/suggest_layout_map.h"
 #include "chorus/models/whole_values.h"

@@ -17,6 +17,7 @@
 #include "chorus/core/error.h"
 #include "chorus/core/sharding.h"
 #include "chorus/optimizers/update_kernels.h"
+#include "chorus/profiler/profiler.h"
 #include "chorus/step/step_context.h"
 
 namespace chorus::optimizers {
@@ -188,6 +189,7 @@ void Optimizer::apply_gradients(std::span<const Tensor> grads, std::span<const V
 
 void Optimizer::update(std::span<const Tensor> grads, std::span<const Variable> variables,
                        std::span<const autograd::IndexedSlices> sparse) {
+  profiler::Scope event("optimizer", name_);
   const auto is_sparse = [&](size_t i) { return !sparse.empty() && sparse[i].defined(); };
   if (!built_) build(variables);
 

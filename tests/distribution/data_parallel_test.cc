@@ -19,6 +19,7 @@
 #include "chorus/replicas/replica_runner.h"
 #include "tests/distribute/two_tower_util.h"
 #include "tests/models/model_test_util.h"
+#include "tests/testing/logical_devices.h"
 #include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
 
@@ -28,18 +29,7 @@ namespace {
 using namespace testing::test_names;
 namespace dist = chorus::distribution;
 
-// Logical devices for the test (more than cores is allowed), restored afterwards.
-class DataParallelTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    backend::cpu::set_intra_op_threads(1);
-    chorus::set_cpu_devices(4);
-  }
-  void TearDown() override {
-    dist::set_distribution(nullptr);
-    chorus::set_cpu_devices(0);
-  }
-};
+using DataParallelTest = testing::LogicalDevicesTest<4>;
 
 std::vector<Device> first_devices(int n) {
   std::vector<Device> out;

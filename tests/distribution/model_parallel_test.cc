@@ -465,6 +465,27 @@ TEST_F(ModelParallelTest, LayoutErrorsComeBeforeTheFirstStep) {
                    "replicated over the batch axis (their optimizer state can be sharded over it instead)");
 }
 
+TEST_F(ModelParallelTest, ALayoutKeyThatMatchesNothingIsNamedWithTheNearestPaths) {
+  dist::LayoutMap layouts(mesh(2, 4));
+  layouts["d1/kernel"] = {std::nullopt, "model"};  // not 'dense_1': the layers are named
+  layouts["d2/output"] = {"batch", std::nullopt};   // a layer's output is a key too
+  layouts["d.*/bias"] = {std::nullopt};
+  layouts["d4/kernel"] = {"model", std::nullopt};  // a layer the model does not have
+  layouts[".*/kernal"] = {};
+  EXPECT_EQ(layouts.unmatched_keys(std::vector<std::string>{"d1/kernel", "d2/output", "d3/bias"}),
+            (std::vector<std::string>{"d4/kernel", ".*/kernal"}));
+  expect_layout_error(layouts,
+                      "LayoutMap: key 'd4/kernel' matches no variable and no layer output of the model; the nearest "
+                      "variable paths: 'd1/kernel', 'd2/kernel', 'd3/kernel' (ModelParallelOptions::"
+                      "ignore_unmatched_layout_keys ignores such keys, as Keras does)");
+  // Keras's leniency, asked for: the keys that match lay the model out, the others do nothing.
+  auto run = train_three_layer_mlp(std::make_shared<dist::ModelParallel>(
+      layouts, dist::ModelParallelOptions{.batch_dim_name = "batch", .ignore_unmatched_layout_keys = true}));
+  const autograd::Variable kernel = run.model->weights()[0];
+  ASSERT_EQ(kernel.path(), "d1/kernel");
+  EXPECT_TRUE(kernel.distributed() && kernel.device_values()[0].impl()->sharding != nullptr);
+}
+
 // A layer that reads its kernel's elements itself, as no op with a sharding rule would.
 class RawReader : public layers::Layer {
  public:

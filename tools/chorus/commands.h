@@ -30,4 +30,7 @@ void add_checkpoint_command(CLI::App& app);
 // `chorus text learn-vocabulary --size N [--no-lowercase] FILE...`.
 void add_text_command(CLI::App& app);
 
+// `chorus profile summarize FILE [--top N]`: a profile's kernels by self time.
+void add_profile_command(CLI::App& app);
+
 }  // namespace chorus::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   chorus::cli::add_launch_command(app);
   chorus::cli::add_text_command(app);
   chorus::cli::add_checkpoint_command(app);
+  chorus::cli::add_profile_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

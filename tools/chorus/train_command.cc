@@ -15,13 +15,28 @@
 namespace chorus::cli {
 namespace {
 
-// Every recipe's --backup-dir, --backup-every and --save-weights.
-void add_fault_tolerance_options(CLI::App* recipe, recipes::FaultToleranceOptions& options) {
+// Every recipe's --backup-dir, --backup-every, --save-weights, --profile and --profile-batches.
+void add_run_options(CLI::App* recipe, recipes::RunOptions& options) {
   recipe->add_option("--backup-dir", options.backup_dir,
                      "Back the training up there (BackupAndRestore) and, run again after a crash, resume exactly");
   recipe->add_option("--backup-every", options.backup_every, "Batches between backups (default: every epoch)")
       ->check(CLI::PositiveNumber);
   recipe->add_option("--save-weights", options.save_weights, "Write the trained weights to this safetensors file");
+  recipe->add_option("--profile", options.profile,
+                     "Write the profiled training batches to this file as a Chrome trace (Perfetto, chrome://tracing; "
+                     "chorus profile summarize FILE)");
+  recipe->add_option_function<std::string>(
+      "--profile-batches",
+      [&options](const std::string& range) {
+        const size_t comma = range.find(',');
+        try {
+          options.profile_first = std::stoll(range.substr(0, comma));
+          options.profile_last = comma == std::string::npos ? options.profile_first : std::stoll(range.substr(comma + 1));
+        } catch (const std::exception&) {
+          throw CLI::ValidationError("--profile-batches", "expected FIRST,LAST (or one batch), got '" + range + "'");
+        }
+      },
+      "The training batches --profile records: FIRST,LAST counted from 1 across epochs (default 10,20)");
 }
 
 // --timings FILE: the run's PhaseTimes, and when the recipe started and ended (Unix
@@ -76,7 +91,7 @@ void add_train_command(CLI::App& app) {
   mnist->add_option("--seed", options->seed, "Seed of the initial weights and of --shuffle's order");
   mnist->add_option("--devices", options->devices, "Replicas (MirroredStrategy); 0: every local device")
       ->check(CLI::NonNegativeNumber);
-  add_fault_tolerance_options(mnist, options->fault_tolerance);
+  add_run_options(mnist, options->run);
   auto mnist_timings = std::make_shared<TimingsOption>();
   mnist_timings->add_to(mnist);
   mnist->callback([options, mnist_timings] {
@@ -116,7 +131,7 @@ void add_train_command(CLI::App& app) {
   retrieval->add_flag_callback(
       "--validation-loss-only", [retrieval_options] { retrieval_options->retrieve_in_validation = false; },
       "Validate by the loss alone, skipping the tutorial's retrieval of every validation user's top movies");
-  add_fault_tolerance_options(retrieval, retrieval_options->fault_tolerance);
+  add_run_options(retrieval, retrieval_options->run);
   auto retrieval_timings = std::make_shared<TimingsOption>();
   retrieval_timings->add_to(retrieval);
   retrieval->callback([retrieval_options, retrieval_timings] {
@@ -146,7 +161,7 @@ void add_train_command(CLI::App& app) {
   bert->add_option("--dtype-policy", bert_options->dtype_policy,
                    "float32, or mixed_bfloat16: bfloat16 computation on float32 weights")
       ->check(CLI::IsMember({"float32", "mixed_bfloat16"}));
-  add_fault_tolerance_options(bert, bert_options->fault_tolerance);
+  add_run_options(bert, bert_options->run);
   bert->callback([bert_options] { recipes::run_bert_mlm_tutorial(*bert_options); });
 }
 

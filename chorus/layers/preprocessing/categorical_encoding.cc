@@ -73,8 +73,12 @@ Tensor encode_categorical(const Tensor& indices, OutputMode mode, int64_t depth,
   // One sample per last-axis vector: (outer, inner) -> (outer, depth).
   std::vector<int64_t> dims = in.to_vector();
   const int64_t inner = dims.empty() ? 1 : dims.back();
-  if (!dims.empty()) dims.pop_back();
-  dims.push_back(depth);
+  // The last axis becomes depth in place (GCC 12 misreads a pop_back then push_back).
+  if (dims.empty()) {
+    dims.push_back(depth);
+  } else {
+    dims.back() = depth;
+  }
   Tensor out = zeros(Shape(dims));
   float* o = out.data<float>();
   const int64_t samples = inner > 0 ? indices.numel() / inner : 0;  // an empty sample encodes to zeros

@@ -13,6 +13,7 @@
 #include "chorus/optimizers/sgd.h"
 #include "chorus/text/strings.h"
 #include "tests/distribute/two_tower_util.h"
+#include "tests/models/bert/mlm_batch.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_names.h"
@@ -22,30 +23,12 @@ namespace chorus::models {
 namespace {
 
 using namespace testing::test_names;
+using testing::mlm_batch;
 namespace dist = chorus::distribution;
 
 BertBackboneConfig mlm_test_config(int64_t vocabulary = 40) {
   return {.vocabulary_size = vocabulary, .num_layers = 1, .num_heads = 2, .hidden_dim = 8, .intermediate_dim = 16,
           .dropout = 0.0, .max_sequence_length = 16, .num_segments = 2};
-}
-
-// A preprocessed batch of `rows` sequences of length 6, each one random token (5..12)
-// repeated, with positions 1 and 4 masked ([MASK] = 3): learnable from the context.
-Tree mlm_batch(int64_t rows, uint64_t seed) {
-  Generator gen(seed);
-  const Tensor draws = uniform(Shape{rows}, gen);
-  std::vector<int32_t> ids, positions, labels;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int32_t token = 5 + static_cast<int32_t>(draws.data<float>()[r] * 8);
-    ids.insert(ids.end(), {token, 3, token, token, 3, token});
-    positions.insert(positions.end(), {1, 4});
-    labels.insert(labels.end(), {token, token});
-  }
-  const Tree x = Tree{{"token_ids", from_values<int32_t>(ids, Shape{rows, 6})},
-                      {"segment_ids", zeros({rows, 6}, kInt32)},
-                      {"padding_mask", ones({rows, 6}, kInt32)},
-                      {"mask_positions", from_values<int32_t>(positions, Shape{rows, 2})}};
-  return Tree::list({x, from_values<int32_t>(labels, Shape{rows, 2}), ones({rows, 2})});
 }
 
 TEST(BertMaskedLMTest, LogitsForTheMaskedPositionsTiedToTheTokenTable) {

@@ -108,10 +108,10 @@ BertMlmTutorialResult run_bert_mlm_tutorial(const BertMlmTutorialOptions& option
   BertMlmTutorialResult result;
   result.history = model_dist->fit(wiki.train, {.epochs = EPOCHS,
                                                 .verbose = options.verbose,
-                                                .callbacks = with_backup(callbacks, options.fault_tolerance),
+                                                .callbacks = with_run_callbacks(callbacks, options.run),
                                                 .validation_data = wiki.val,
                                                 .steps_per_epoch = options.steps_per_epoch});
-  save_final_weights(*model_dist, options.fault_tolerance);
+  save_final_weights(*model_dist, options.run);
   result.test_logs = model_dist->evaluate(wiki.test, {.verbose = options.verbose});
   return result;
 }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "chorus/chorus.h"
-#include "tools/chorus/recipes/fault_tolerance.h"
+#include "tools/chorus/recipes/run_options.h"
 
 namespace chorus::recipes {
 
@@ -27,7 +27,7 @@ struct BertMlmTutorialOptions {
   uint64_t seed = 42;  // initial weights, shuffles and masks
   // The global dtype policy the model is made under: "float32" or "mixed_bfloat16".
   std::string dtype_policy = "float32";
-  FaultToleranceOptions fault_tolerance;
+  RunOptions run;
 };
 
 struct BertMlmTutorialResult {

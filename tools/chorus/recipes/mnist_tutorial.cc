@@ -99,11 +99,11 @@ MnistTutorialResult run_training(const MnistDatasets& data, const MnistTutorialO
   result.history = timed(timings ? &timings->fit_s : nullptr, [&] {
     return model.fit(data.train, {.epochs = restored.epoch + options.epochs,
                                   .verbose = options.verbose,
-                                  .callbacks = with_backup(callbacks, options.fault_tolerance),
+                                  .callbacks = with_run_callbacks(callbacks, options.run),
                                   .validation_data = data.val,
                                   .initial_epoch = restored.epoch});
   });
-  save_final_weights(model, options.fault_tolerance);
+  save_final_weights(model, options.run);
   if (evaluate) {
     result.test_logs = timed(timings ? &timings->evaluate_s : nullptr,
                              [&] { return model.evaluate(data.test, {.verbose = options.verbose}); });

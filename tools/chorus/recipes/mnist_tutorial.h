@@ -8,7 +8,7 @@
 #include <string>
 
 #include "chorus/chorus.h"
-#include "tools/chorus/recipes/fault_tolerance.h"
+#include "tools/chorus/recipes/run_options.h"
 #include "tools/chorus/recipes/phase_times.h"
 
 namespace chorus::recipes {
@@ -62,7 +62,7 @@ struct MnistTutorialOptions {
   // Replicas of the MirroredStrategy: 0 for every local device (the tutorial's
   // MirroredStrategy()), else the first `devices`.
   int devices = 0;
-  FaultToleranceOptions fault_tolerance;
+  RunOptions run;
   // Where the run's phases add their seconds (chorus train --timings); null: not timed.
   PhaseTimes* timings = nullptr;
 };

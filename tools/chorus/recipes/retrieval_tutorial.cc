@@ -158,11 +158,11 @@ RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& o
   result.history = timed(timings ? &timings->fit_s : nullptr, [&] {
     return model.fit(data.train, {.epochs = options.epochs,
                                   .verbose = options.verbose,
-                                  .callbacks = with_backup(callbacks, options.fault_tolerance),
+                                  .callbacks = with_run_callbacks(callbacks, options.run),
                                   .validation_data = data.test,
                                   .validation_freq = options.validation_freq});
   });
-  save_final_weights(model, options.fault_tolerance);
+  save_final_weights(model, options.run);
   result.movie_rows_kept = model.candidate_table().shape()[0];
 
   result.recommendations = timed(timings ? &timings->predict_s : nullptr,

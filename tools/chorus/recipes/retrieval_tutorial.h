@@ -11,7 +11,7 @@
 
 #include "chorus/chorus.h"
 #include "chorus/recsys/brute_force_retrieval.h"
-#include "tools/chorus/recipes/fault_tolerance.h"
+#include "tools/chorus/recipes/run_options.h"
 #include "tools/chorus/recipes/phase_times.h"
 
 namespace chorus::recipes {
@@ -100,7 +100,7 @@ struct RetrievalTutorialOptions {
   bool distributed_embedding = false;
   // Users to recommend for at the end: the tutorial's printed ones.
   std::vector<int32_t> sample_users = {793, 188, 865, 710, 721, 451, 228, 175};
-  FaultToleranceOptions fault_tolerance;
+  RunOptions run;
   // Where the run's phases add their seconds (chorus train --timings); null: not timed.
   PhaseTimes* timings = nullptr;
 };

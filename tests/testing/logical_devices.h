@@ -1,0 +1,27 @@
+// A fixture for tests that run on several logical CPU devices (more than cores is
+// allowed): one intra-op thread each, and afterwards no current distribution and the
+// host's own devices again. Header-only.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include "chorus/backend/cpu/parallel.h"
+#include "chorus/core/devices.h"
+#include "chorus/distribution/distribution.h"
+
+namespace chorus::testing {
+
+template <int Devices>
+class LogicalDevicesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backend::cpu::set_intra_op_threads(1);
+    chorus::set_cpu_devices(Devices);
+  }
+  void TearDown() override {
+    distribution::set_distribution(nullptr);
+    chorus::set_cpu_devices(0);
+  }
+};
+
+}  // namespace chorus::testing
