@@ -1,9 +1,11 @@
 #include "chorus/models/state_bytes.h"
 
 #include <algorithm>
+#include <set>
 
 #include "chorus/core/env.h"
 #include "chorus/core/sharding.h"
+#include "chorus/distribution/model_parallel.h"
 
 namespace chorus::models {
 namespace {
@@ -37,6 +39,48 @@ StateBytes state_bytes(const Model& model) {
     }
   }
   return out;
+}
+
+std::optional<DeviceStatePlan> device_state_plan(const Model& model) {
+  const std::shared_ptr<distribution::Distribution>& dist = model.distribution();
+  if (dist == nullptr || dist->device_mesh().devices().size() < 2) return std::nullopt;
+  const auto* mesh = dynamic_cast<const distribution::ModelParallel*>(dist.get());
+  const auto bytes = [](const Variable& v, const Shape& shape) {
+    return shape.numel() * static_cast<int64_t>(dtype_size(v.dtype()));
+  };
+  // The share of a variable's whole one device holds: 1 / the size of the axis it is split over.
+  const auto split = [&](const std::optional<int>& axis) {
+    return axis ? mesh->device_mesh().shape()[static_cast<size_t>(*axis)] : int64_t{1};
+  };
+  DeviceStatePlan plan{.devices = static_cast<int>(dist->device_mesh().devices().size())};
+  const bool optimizer = model.compiled() && model.optimizer().built();
+  std::set<const void*> slots;
+  for (const Variable& v : model.weights()) {
+    const std::optional<int> axis = mesh != nullptr ? mesh->placement(v).axis : std::nullopt;
+    const int64_t whole = bytes(v, v.whole_shape()), held = bytes(v, v.shape()) / split(axis);
+    plan.one_device.parameters += whole, plan.largest_device.parameters += held;
+    if (!v.trainable()) continue;
+    plan.one_device.gradients += whole, plan.largest_device.gradients += held;
+    if (!optimizer) continue;
+    // A slot follows its variable, or (ZeRO-1) a replicated variable's rows split over the batch axis.
+    std::optional<int> slot_axis = axis;
+    if (!axis && mesh != nullptr && mesh->options().shard_optimizer_state && v.shape().rank() > 0 &&
+        v.shape()[0] % split(mesh->batch_axis()) == 0) {
+      slot_axis = mesh->batch_axis();
+    }
+    for (const Variable& slot : model.optimizer().slots_of(v)) {
+      slots.insert(slot.id());
+      plan.one_device.optimizer += bytes(slot, slot.whole_shape());
+      plan.largest_device.optimizer += bytes(slot, slot.shape()) / split(slot_axis);
+    }
+  }
+  if (optimizer) {
+    for (const Variable& v : model.optimizer().variables()) {  // the step count, and any state that is no slot
+      if (slots.contains(v.id())) continue;
+      plan.one_device.optimizer += bytes(v, v.whole_shape()), plan.largest_device.optimizer += bytes(v, v.shape());
+    }
+  }
+  return plan;
 }
 
 std::optional<int64_t> device_memory_limit() {

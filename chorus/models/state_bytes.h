@@ -24,6 +24,28 @@ struct StateBytes {
 // The model's weights and, when compiled and built, its optimizer's variables.
 StateBytes state_bytes(const Model& model);
 
+// Training state by kind: the parameters, a gradient per trainable parameter (laid out
+// as it is), the optimizer's variables.
+struct StateParts {
+  int64_t parameters = 0;
+  int64_t gradients = 0;
+  int64_t optimizer = 0;
+};
+
+struct DeviceStatePlan {
+  int devices = 1;
+  StateParts largest_device;
+  StateParts one_device;  // the same state held whole on one device
+};
+
+// What each device of the model's distribution holds once the state is placed, from the
+// layouts alone, so before the first step too (Model::summary prints it): a variable
+// split over a mesh axis of size n holds 1/n on each device, and with
+// shard_optimizer_state a replicated variable's slots 1/batch-size. The optimizer's part
+// once it is built. nullopt without a distribution of several devices. Throws ValueError
+// as ModelParallel::placement does for a layout that cannot apply.
+std::optional<DeviceStatePlan> device_state_plan(const Model& model);
+
 // $CHORUS_DEVICE_MEMORY_LIMIT: bytes each device may hold, or nullopt when unset. Throws
 // ValueError for anything but a positive integer.
 std::optional<int64_t> device_memory_limit();

@@ -10,6 +10,7 @@
 
 #include "chorus/layers/input_layer.h"
 #include "chorus/models/model.h"
+#include "chorus/models/state_bytes.h"
 
 namespace chorus::models {
 namespace {
@@ -113,6 +114,14 @@ void Model::summary(std::ostream& out) const {
   if (optimizer_ && optimizer_->built()) {
     std::vector<Variable> opt = optimizer_->variables();
     s << " Optimizer params: " << with_commas(count(opt)) << " (" << readable_size(bytes(opt)) << ")\n";
+  }
+  if (const std::optional<DeviceStatePlan> plan = device_state_plan(*this)) {
+    const auto parts = [&](const StateParts& p) {
+      return fmt::format("parameters {}, gradients {}, optimizer state {}", readable_size(p.parameters),
+                         readable_size(p.gradients), readable_size(p.optimizer));
+    };
+    s << " Per device (the largest of " << plan->devices << "): " << parts(plan->largest_device) << "\n";
+    s << " On one device alone: " << parts(plan->one_device) << "\n";
   }
   out << s.str();
 }

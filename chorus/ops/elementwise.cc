@@ -8,6 +8,7 @@
 #include "chorus/ops/elementwise_detail.h"
 #include "chorus/ops/reduction.h"
 #include "chorus/ops/sharded_ops.h"
+#include "chorus/profiler/profiler.h"
 
 namespace chorus::ops {
 namespace detail {
@@ -38,6 +39,7 @@ void check_numeric(const char* op, const Tensor& x) {
 }
 
 Tensor binary_forward(const char* op, BinaryOp code, const Tensor& a, const Tensor& b) {
+  profiler::Scope event("op", op);
   check_defined(op, a, "a");
   check_defined(op, b, "b");
   check_same_dtype(op, a, b);
@@ -55,6 +57,7 @@ Tensor binary_forward(const char* op, BinaryOp code, const Tensor& a, const Tens
 }
 
 Tensor unary_forward(const char* op, UnaryOp code, const Tensor& x, KernelParams params) {
+  profiler::Scope event("op", op);
   check_defined(op, x, "x");
   if (!backend::cpu::unary_supported(code, x.dtype())) {
     if (code >= UnaryOp::kExp) check_floating(op, x);

@@ -12,6 +12,7 @@
 #include "chorus/ops/reduction.h"
 #include "chorus/ops/shape_ops.h"
 #include "chorus/ops/sharded_ops.h"
+#include "chorus/profiler/profiler.h"
 
 namespace chorus::ops {
 namespace {
@@ -132,6 +133,7 @@ Tensor take(const Tensor& x, const Tensor& indices, int axis) {
 
 Tensor take(const Tensor& x, const Tensor& indices, int axis) {
   if (sharded::any(x, indices)) return sharded::take(x, indices, axis);
+  profiler::Scope event("op", "take");
   check_not_string("take", x.dtype());
   check_indices(indices, "take");
   const int a = x.shape().normalize_axis(axis, "take");

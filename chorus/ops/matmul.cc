@@ -14,6 +14,7 @@
 #include "chorus/ops/operators.h"
 #include "chorus/ops/reduction.h"
 #include "chorus/ops/sharded_ops.h"
+#include "chorus/profiler/profiler.h"
 
 namespace chorus::ops {
 namespace {
@@ -249,6 +250,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
 
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
   if (sharded::any(a, b)) return sharded::matmul(a, b, options);
+  profiler::Scope event("op", "matmul");
   check_dtypes(a, b);
   const Layout l = resolve(a, b, options);
   Tensor out;
@@ -272,6 +274,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Matmul
   const bool fused = l.k > 0 && b.rank() >= 2 && bias.defined() && bias.rank() == 1 && bias.dim(0) == l.n &&
                      bias.dtype() == a.dtype();
   if (!fused) return matmul(a, b, options) + bias;
+  profiler::Scope event("op", "matmul");
   Tensor out = Tensor::empty(l.out, a.dtype());
   if (out.numel() > 0) {
     backend::cpu::MatmulProblem p = make_problem(l, a.dtype());

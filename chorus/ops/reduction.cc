@@ -13,6 +13,7 @@
 #include "chorus/core/creation.h"
 #include "chorus/ops/reduce_plan.h"
 #include "chorus/ops/sharded_ops.h"
+#include "chorus/profiler/profiler.h"
 
 namespace chorus::ops {
 namespace {
@@ -112,6 +113,7 @@ Tensor extreme_grad(const Tensor& x, const Tensor& y, const Tensor& g, const std
 
 // sum, max and min: the forward pass and its record.
 Tensor reduce_op(ReduceKind kind, const char* op, const Tensor& x, const Axes& axis, bool keepdims) {
+  profiler::Scope event("op", op);
   check_numeric(x, op);
   const ReducePlan plan = internal::plan_reduction(x.shape(), axis.resolve(x.shape(), op), keepdims);
   Tensor out = reduce_tensor(kind, x, plan, op);

@@ -9,6 +9,7 @@
 #include "chorus/ops/reduce_plan.h"
 #include "chorus/ops/reduction.h"
 #include "chorus/ops/sharded_ops.h"
+#include "chorus/profiler/profiler.h"
 
 namespace chorus::ops {
 namespace {
@@ -44,6 +45,7 @@ using Backward = void (*)(const float*, const float*, float*, int64_t, int64_t, 
 
 // softmax and log_softmax: y = forward(x) along `axis`; backward(y, g) gives dx.
 Tensor softmax_like(const char* op, Forward forward, Backward backward, const Tensor& x, int axis) {
+  profiler::Scope event("op", op);
   internal::check_floating(x, op);
   const AxisView v = view_around(x.shape(), x.shape().normalize_axis(axis, op));
   const Tensor xf = to_float32(x);

@@ -1,6 +1,6 @@
 // The step profiler: while a profile records (start() to stop()), the runtime's hooks — a
-// step, a layer's call, a backward op, an optimizer update, a collective, a pipeline
-// stage — add complete events (name, category, thread, start, duration) to one
+// step, a layer's call, an op's kernel (matmul, elementwise, reductions, softmax, take), a
+// backward op, an optimizer update, a collective, a pipeline stage — add complete events (name, category, thread, start, duration) to one
 // process-wide list, as tf.profiler's session is process-wide. When nothing records, a
 // hook costs one relaxed atomic load. Thread-safe.
 #pragma once
@@ -15,7 +15,7 @@ namespace chorus::profiler {
 
 struct Event {
   std::string name;      // "d1 (Dense)", "matmul", "all_reduce"
-  const char* category;  // a string literal: "step", "layer", "backward", "optimizer", "collective", "data"
+  const char* category;  // a literal: "step", "layer", "op", "backward", "optimizer", "collective", "data"
   int64_t start_ns;      // since the profile started
   int64_t duration_ns;
   int thread;  // 0, 1, ... in the order threads first recorded
@@ -38,6 +38,10 @@ std::vector<Event> stop();
 class [[nodiscard]] Scope {
  public:
   Scope(const char* category, std::string_view name) {
+    if (recording()) [[unlikely]] begin(category, name);
+  }
+  // An op's or a collective's literal name: measured (strlen) only when recording.
+  Scope(const char* category, const char* name) {
     if (recording()) [[unlikely]] begin(category, name);
   }
   // Named "<name> (<kind>)", made only when recording: a layer's "d1 (Dense)".

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <sstream>
 
 #include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
@@ -215,6 +216,43 @@ TEST_F(ModelParallelTest, PerDeviceBytesFallWithTheShards) {
   for (int d = 0; d < 4; ++d) {
     EXPECT_LE(static_cast<double>(bytes_on_device(*sharded, d)), 0.3 * static_cast<double>(whole)) << "device " << d;
   }
+}
+
+// The summary's per-device lines come from the layouts; after a step they equal what the
+// devices hold (state_bytes counts the placed tensors).
+TEST_F(ModelParallelTest, SummaryPrintsEachDevicesShareOfTheState) {
+  // The MLP 16-32-8-3: 835 float32 parameters (3,340 B); Megatron's d1/d2 pair on 4
+  // devices leaves 512 / 4 + 32 / 4 + 256 / 4 + 8 + 24 + 3 = 235 (940 B) on each.
+  MeshRun run = train_three_layer_mlp(std::make_shared<dist::ModelParallel>(megatron_layouts(mesh(1, 4))));
+  const models::DeviceStatePlan plan = *models::device_state_plan(*run.model);
+  EXPECT_EQ(plan.devices, 4);
+  EXPECT_EQ(plan.one_device.parameters, 3340);
+  EXPECT_EQ(plan.largest_device.parameters, 940);
+  EXPECT_EQ(plan.largest_device.gradients, 940);
+  EXPECT_EQ(plan.one_device.optimizer - plan.largest_device.optimizer, 2 * (3340 - 940));  // Adam's m and v
+  EXPECT_EQ(models::state_bytes(*run.model).largest(), plan.largest_device.parameters + plan.largest_device.optimizer);
+  std::ostringstream summary;
+  run.model->summary(summary);
+  EXPECT_THAT(summary.str(), HasSubstr(" Per device (the largest of 4): parameters 940.00 B, gradients 940.00 B, "
+                                       "optimizer state "));
+  EXPECT_THAT(summary.str(), HasSubstr(" On one device alone: parameters 3.26 KB, gradients 3.26 KB, "));
+  // ZeRO-1 on (2, 2) also halves the slots of the replicated d2 bias (8) and d3 kernel (24),
+  // whose first dimensions divide by the batch axis's 2; d3's bias (3) stays whole.
+  const auto zero_plan = [](bool shard) {
+    auto trained = train_three_layer_mlp(std::make_shared<dist::ModelParallel>(
+        megatron_layouts(mesh(2, 2)), dist::ModelParallelOptions{.shard_optimizer_state = shard}));
+    const models::DeviceStatePlan p = *models::device_state_plan(*trained.model);
+    EXPECT_EQ(models::state_bytes(*trained.model).largest(), p.largest_device.parameters + p.largest_device.optimizer);
+    return p.largest_device.optimizer;
+  };
+  EXPECT_EQ(zero_plan(false) - zero_plan(true), 2 * (8 + 24) / 2 * 4);
+  // Data parallelism keeps everything on every device; one device prints no such lines.
+  const MeshRun replicas = train_three_layer_mlp(std::make_shared<dist::DataParallel>(mesh_devices(2)));
+  const models::DeviceStatePlan data_plan = *models::device_state_plan(*replicas.model);
+  EXPECT_EQ(data_plan.largest_device.parameters, data_plan.one_device.parameters);
+  EXPECT_EQ(data_plan.largest_device.optimizer, data_plan.one_device.optimizer);
+  const MeshRun single = train_three_layer_mlp(nullptr);
+  EXPECT_FALSE(models::device_state_plan(*single.model).has_value());
 }
 
 TEST_F(ModelParallelTest, OptimizerStateSplitOverTheBatchAxisMatchesOneDevice) {

@@ -131,6 +131,8 @@ TEST_F(ProfilerTest, ProfileBatchesWritesTheRangesStepsAsATraceThatPythonReads) 
   EXPECT_THAT(counts, HasSubstr("layer d1 (Dense) 4\n"));
   EXPECT_THAT(counts, HasSubstr("optimizer adam 4\n"));
   EXPECT_THAT(counts, HasSubstr("backward matmul "));
+  EXPECT_THAT(counts, HasSubstr("op matmul "));  // forward and backward products alike
+  EXPECT_THAT(counts, HasSubstr("op relu 8\n"));  // d1's and d2's, in 4 steps
   EXPECT_THAT(counts, HasSubstr("data next "));
   EXPECT_THAT(counts, Not(HasSubstr("invalid")));
 }
