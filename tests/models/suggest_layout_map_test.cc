@@ -62,7 +62,7 @@ TEST_F(SuggestLayoutMapTest, AnMlpGetsOneColumnRowPairAndTrainsAsOneDevice) {
 TEST_F(SuggestLayoutMapTest, BertTinySplitsHeadsAndFeedforwardAndTrainsAsOneDevice) {
   BertBackboneConfig config = find_bert_preset("bert_tiny_en_uncased").config;
   config.dropout = 0.0;
-  const Tree data = testing::mlm_batch(32, 7);
+  const Tree data = testing::mlm_batch(16, 7);  // 2 epochs of 2 steps
   const auto bert = [&] {
     layers::set_random_seed(11);
     auto model = std::make_unique<BertMaskedLM>(config);

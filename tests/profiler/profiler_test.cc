@@ -18,6 +18,7 @@
 #include "chorus/io/atomic_file.h"
 #include "chorus/profiler/chrome_trace.h"
 #include "tests/testing/run_chorus.h"
+#include "tests/testing/shared_data.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_names.h"
 
@@ -166,16 +167,19 @@ TEST_F(ProfilerTest, ABadRangeIsRefusedAndAFitThatEndsBeforeItWritesNothing) {
 }
 
 TEST_F(ProfilerTest, TrainWritesAProfileThatSummarizePrints) {
-  const fs::path file = dir_ / "mnist.trace.json";
-  const auto train = testing::run_chorus(
-      fmt::format("train mnist-mlp --epochs 1 --verbose 0 --profile {} --profile-batches 5,7", file.string()));
+  const std::optional<std::string> data = testing::shared_data_dir("ml-100k");
+  if (!data) GTEST_SKIP() << testing::shared_data_missing("ml-100k");
+  const fs::path file = dir_ / "retrieval.trace.json";
+  const auto train = testing::run_chorus(fmt::format(
+      "train movielens-retrieval --data '{}' --epochs 1 --verbose 0 --profile {} --profile-batches 5,7", *data,
+      file.string()));
   ASSERT_EQ(train.exit_code, 0) << train.output;
   EXPECT_THAT(read_with_python(file), HasSubstr("step train_step 3\n"));
   const auto summary = testing::run_chorus(fmt::format("profile summarize {} --top 3", file.string()));
   ASSERT_EQ(summary.exit_code, 0) << summary.output;
   EXPECT_THAT(summary.output, HasSubstr("self ms"));
   EXPECT_EQ(std::count(summary.output.begin(), summary.output.end(), '\n'), 4);  // the header and 3 rows
-  const auto bad = testing::run_chorus("train mnist-mlp --epochs 1 --profile x.json --profile-batches 5,oops");
+  const auto bad = testing::run_chorus("train movielens-retrieval --profile x.json --profile-batches 5,oops");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_THAT(bad.output, HasSubstr("--profile-batches"));
 }
