@@ -2,7 +2,6 @@
 
 #include <iostream>
 
-#include "chorus/cluster/worker_group.h"
 #include "chorus/core/error.h"
 #include "chorus/distribution/initialize.h"
 #include "chorus/profiler/chrome_trace.h"
@@ -22,8 +21,7 @@ ProfileBatches::ProfileBatches(std::filesystem::path path, int64_t first, int64_
 }
 
 void ProfileBatches::on_train_begin(const models::Logs& /*logs*/) {
-  const std::shared_ptr<cluster::WorkerGroup> group = distribution::worker_group();
-  chief_ = group == nullptr || group->rank() == 0;
+  chief_ = distribution::is_chief();
   batch_ = 0;
 }
 

@@ -6,7 +6,6 @@
 #include <fmt/chrono.h>
 
 #include "chorus/callbacks/profile_batches.h"
-#include "chorus/cluster/worker_group.h"
 #include "chorus/core/error.h"
 #include "chorus/distribution/initialize.h"
 #include "chorus/io/event_file_writer.h"
@@ -36,11 +35,6 @@ TensorBoard::~TensorBoard() = default;
 TensorBoard::TensorBoard(TensorBoard&&) noexcept = default;
 TensorBoard& TensorBoard::operator=(TensorBoard&&) noexcept = default;
 
-bool TensorBoard::is_chief() {
-  const std::shared_ptr<cluster::WorkerGroup> group = distribution::worker_group();
-  return group == nullptr || group->rank() == 0;
-}
-
 io::EventFileWriter& TensorBoard::train_writer() {
   if (!train_writer_) train_writer_ = std::make_unique<io::EventFileWriter>(std::filesystem::path(log_dir_) / "train");
   return *train_writer_;
@@ -60,7 +54,7 @@ void TensorBoard::close_writers() {
 
 void TensorBoard::on_train_begin(const models::Logs& logs) {
   close_writers();  // an evaluate() before this fit may have left a validation file open
-  chief_ = is_chief();
+  chief_ = distribution::is_chief();
   global_train_batch_ = 0;
   if (chief_) train_writer();  // fails now, not after the first epoch, when log_dir is unwritable
   profile_.reset();
@@ -114,7 +108,7 @@ void TensorBoard::on_epoch_end(int epoch, const models::Logs& logs) {
 // step count, so evaluations between epochs line up with batch-level training curves.
 void TensorBoard::on_test_end(const models::Logs& logs) {
   // evaluate() runs no on_train_begin: decide here too.
-  if (!has_model() || !model().compiled() || !is_chief()) return;
+  if (!has_model() || !model().compiled() || !distribution::is_chief()) return;
   const int64_t iterations = model().optimizer().iterations();
   for (const auto& [name, value] : logs) {
     val_writer().add_scalar("evaluation_" + name + "_vs_iterations", value, iterations);

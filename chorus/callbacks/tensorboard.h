@@ -69,8 +69,6 @@ class TensorBoard : public models::Callback {
   const TensorBoardOptions& options() const { return options_; }
 
  private:
-  // Whether this process writes: not a worker of a multi-worker job other than rank 0.
-  static bool is_chief();
   io::EventFileWriter& train_writer();
   io::EventFileWriter& val_writer();
   void close_writers();

@@ -32,4 +32,9 @@ std::shared_ptr<cluster::WorkerGroup> worker_group() {
   return g_group;
 }
 
+bool is_chief() {
+  const std::shared_ptr<cluster::WorkerGroup> group = worker_group();
+  return group == nullptr || group->rank() == 0;
+}
+
 }  // namespace chorus::distribution

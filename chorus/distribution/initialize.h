@@ -20,4 +20,8 @@ void initialize(const cluster::ClusterSpec& cluster);
 // The process's worker group, or nullptr before initialize() (or for one worker).
 std::shared_ptr<cluster::WorkerGroup> worker_group();
 
+// Whether this process is the job's chief (rank 0), or works alone: the one that writes
+// what only one worker should (TensorBoard's files, a profile).
+bool is_chief();
+
 }  // namespace chorus::distribution

@@ -182,6 +182,9 @@ TEST_F(ProfilerTest, TrainWritesAProfileThatSummarizePrints) {
   const auto bad = testing::run_chorus("train movielens-retrieval --profile x.json --profile-batches 5,oops");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_THAT(bad.output, HasSubstr("--profile-batches"));
+  const auto trailing = testing::run_chorus("train movielens-retrieval --profile x.json --profile-batches 5x,7");
+  EXPECT_NE(trailing.exit_code, 0);
+  EXPECT_THAT(trailing.output, HasSubstr("expected FIRST,LAST (or one batch), got '5x,7'"));
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // `chorus train RECIPE`: runs a seed tutorial as a built-in recipe.
+#include <charconv>
 #include <chrono>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -28,13 +30,18 @@ void add_run_options(CLI::App* recipe, recipes::RunOptions& options) {
   recipe->add_option_function<std::string>(
       "--profile-batches",
       [&options](const std::string& range) {
+        const auto number = [&](std::string_view text) {  // the whole text, or the error
+          int64_t value = 0;
+          const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+          if (error != std::errc() || end != text.data() + text.size()) {
+            throw CLI::ValidationError("--profile-batches", "expected FIRST,LAST (or one batch), got '" + range + "'");
+          }
+          return value;
+        };
         const size_t comma = range.find(',');
-        try {
-          options.profile_first = std::stoll(range.substr(0, comma));
-          options.profile_last = comma == std::string::npos ? options.profile_first : std::stoll(range.substr(comma + 1));
-        } catch (const std::exception&) {
-          throw CLI::ValidationError("--profile-batches", "expected FIRST,LAST (or one batch), got '" + range + "'");
-        }
+        options.profile_first = number(std::string_view(range).substr(0, comma));
+        options.profile_last =
+            comma == std::string::npos ? options.profile_first : number(std::string_view(range).substr(comma + 1));
       },
       "The training batches --profile records: FIRST,LAST counted from 1 across epochs (default 10,20)");
 }
