@@ -59,19 +59,25 @@ Tensor assemble_whole(const std::string& path, const std::vector<Tensor>& values
   return whole;
 }
 
-// Copies block `block` of `whole` (of `count` blocks along `dim`) into `out`.
-void copy_block(const Tensor& whole, int dim, int block, int count, const Tensor& out) {
-  const Shape& global = whole.shape();
-  int64_t outer = 1, inner = static_cast<int64_t>(dtype_size(whole.dtype()));
+// Copies block `block` of a whole value of `global` shape (row-major bytes at `whole`, of
+// `count` blocks along `dim`) into `out`.
+void copy_block_bytes(const char* whole, const Shape& global, size_t element_size, int dim, int block, int count,
+                      const Tensor& out) {
+  int64_t outer = 1, inner = static_cast<int64_t>(element_size);
   for (int d = 0; d < dim; ++d) outer *= global[d];
   for (int d = dim + 1; d < global.rank(); ++d) inner *= global[d];
   const int64_t block_bytes = global[dim] / count * inner;
-  const auto* src = static_cast<const char*>(whole.raw_data()) + block * block_bytes;
+  const char* src = whole + block * block_bytes;
   LocalShardScope local;
   auto* dst = static_cast<char*>(out.raw_data());
   for (int64_t o = 0; o < outer; ++o) {
     std::memcpy(dst + o * block_bytes, src + o * block_bytes * count, static_cast<size_t>(block_bytes));
   }
+}
+
+void copy_block(const Tensor& whole, int dim, int block, int count, const Tensor& out) {
+  copy_block_bytes(static_cast<const char*>(whole.raw_data()), whole.shape(), dtype_size(whole.dtype()), dim, block,
+                   count, out);
 }
 
 }  // namespace
@@ -132,6 +138,39 @@ void Variable::assign_whole(const Tensor& whole) const {
                             whole.shape().to_string(), shard->whole_shape.to_string());
   }
   assign(rows_of(whole, shard->begin, shape()[0]));
+}
+
+void Variable::assign_whole_bytes(std::span<const std::byte> whole) const {
+  const Shape& global = whole_shape();
+  const size_t element_size = dtype_size(stored_dtype());
+  if (whole.size() != static_cast<size_t>(global.numel()) * element_size) {
+    throw_error<ShapeError>("Variable '{}': {} bytes cannot be a value of shape {} and dtype {}", path(), whole.size(),
+                            global.to_string(), dtype_name(stored_dtype()));
+  }
+  const auto* bytes = reinterpret_cast<const char*>(whole.data());
+  if (const auto& shard = impl().row_shard) {
+    const Tensor& mine = impl_->value;
+    const size_t row_bytes = global[0] == 0 ? 0 : whole.size() / static_cast<size_t>(global[0]);
+    const int64_t kept = std::clamp<int64_t>(global[0] - shard->begin, 0, mine.dim(0));  // the rest is padding
+    std::memset(mine.raw_data(), 0, mine.nbytes());
+    if (kept > 0) std::memcpy(mine.raw_data(), bytes + shard->begin * row_bytes, static_cast<size_t>(kept) * row_bytes);
+    return;
+  }
+  if (impl_->devices == nullptr) {
+    if (!whole.empty()) std::memcpy(impl_->value.raw_data(), bytes, whole.size());
+    return;
+  }
+  DeviceValues& devices = *impl_->devices;
+  const int count = block_count(devices.values, devices.blocks);
+  for (size_t d = 0; d < devices.values.size(); ++d) {
+    const Tensor& mine = devices.values[d];
+    if (devices.blocks.empty()) {
+      if (!whole.empty()) std::memcpy(mine.raw_data(), bytes, whole.size());
+    } else {
+      copy_block_bytes(bytes, global, element_size, mine.impl()->sharding->dim, devices.blocks[d], count, mine);
+    }
+  }
+  device_values_changed();
 }
 
 void Variable::assign(const Tensor& new_value) const {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,10 @@ class Variable {
   }
   // assign() of a whole value (of whole_shape()): only the rows kept where row-sharded.
   void assign_whole(const Tensor& whole) const;
+  // assign_whole() from a whole value's row-major bytes (a mapped file): copies only the
+  // bytes of the rows or blocks this process keeps, so a device reads just its own part.
+  // Throws ShapeError unless `whole` has whole_shape()'s bytes in the stored dtype.
+  void assign_whole_bytes(std::span<const std::byte> whole) const;
   // Marks a variable made with a row-sharded variable's shape (its optimizer slot).
   void set_row_shard(const RowShard& shard) const { impl_->row_shard = shard; }
   // Set where the variable holds only some rows of its whole value.

@@ -13,6 +13,7 @@
 #include "chorus/cluster/worker_group.h"
 #include "chorus/core/error.h"
 #include "chorus/distribution/distribution.h"
+#include "chorus/io/atomic_file.h"
 #include "chorus/models/model.h"
 
 namespace chorus::callbacks {
@@ -25,6 +26,15 @@ constexpr size_t kBackupsKept = 2;
 
 cluster::WorkerGroup* workers_of(const models::Model& model) {
   return model.distribution() ? model.distribution()->workers().get() : nullptr;
+}
+
+// Removes what crashed writers and removals left in `backup_dir`, whichever backup they were of.
+void remove_dead_temporaries(const fs::path& backup_dir) {
+  if (!fs::is_directory(backup_dir)) return;
+  std::error_code ec;
+  for (const io::AtomicTemporary& t : io::list_atomic_temporaries(backup_dir)) {
+    if (!t.alive) fs::remove_all(t.path, ec);
+  }
 }
 
 // Runs `write` on rank 0 of a multi-worker job (the others wait for it), or here alone.
@@ -97,8 +107,9 @@ void BackupAndRestore::on_train_end(const models::Logs& /*logs*/) {
   wait_for_pending();
   if (!options_.delete_checkpoint) return;
   on_chief(model(), [&] {
+    for (const auto& backup : list_backups(backup_dir_)) io::remove_atomically(backup.second);
+    remove_dead_temporaries(backup_dir_);
     std::error_code ec;
-    for (const auto& backup : list_backups(backup_dir_)) fs::remove_all(backup.second, ec);
     fs::remove(backup_dir_, ec);  // only when empty: the user's other files stay
   });
 }
@@ -106,17 +117,32 @@ void BackupAndRestore::on_train_end(const models::Logs& /*logs*/) {
 void BackupAndRestore::backup() {
   models::FitState state = fit().fit_state();
   const fs::path dir = backup_dir_ / backup_name(state.total_steps);
-  auto write = [backup_dir = backup_dir_, dir](const BackupSnapshot& snapshot) {
+  const auto make_backup_dir = [backup_dir = backup_dir_] {
     std::error_code ec;
     fs::create_directories(backup_dir, ec);
     if (ec) throw_error<IOError>("BackupAndRestore: cannot create {}: {}", backup_dir.string(), ec.message());
-    write_backup(dir, snapshot);
-    const auto backups = list_backups(backup_dir);
-    for (size_t i = kBackupsKept; i < backups.size(); ++i) fs::remove_all(backups[i].second, ec);
   };
-  if (workers_of(model()) != nullptr) {
+  const auto remove_old_backups = [backup_dir = backup_dir_] {
+    const auto backups = list_backups(backup_dir);
+    for (size_t i = kBackupsKept; i < backups.size(); ++i) io::remove_atomically(backups[i].second);
+    remove_dead_temporaries(backup_dir);
+  };
+  auto write = [=](const BackupSnapshot& snapshot) {
+    make_backup_dir();
+    write_backup(dir, snapshot);
+    remove_old_backups();
+  };
+  cluster::WorkerGroup* workers = workers_of(model());
+  if (backs_up_in_shards(model())) {
+    wait_for_pending();
+    make_backup_dir();
+    write_backup_in_shards(dir, model(), state, workers);
+    on_chief(model(), remove_old_backups);
+    return;
+  }
+  if (workers != nullptr) {
     // Every worker gathers the rows of the tables split across them; rank 0 writes.
-    const BackupSnapshot snapshot = take_backup_snapshot(model(), std::move(state), workers_of(model()));
+    const BackupSnapshot snapshot = take_backup_snapshot(model(), std::move(state), workers);
     on_chief(model(), [&] { write(snapshot); });
     return;
   }

@@ -30,12 +30,15 @@ struct BackupAndRestoreOptions {
 // a backup is copied out of the model at its step and written by a background thread
 // while training goes on (one at a time; a failed write is rethrown at the next backup
 // or at the end of fit); a multi-worker job writes on rank 0 while the others wait.
+// Where a weight or optimizer slot is split over devices or workers, every rank writes
+// its shards (sharded_checkpoint.h) while training waits.
 //
 //   model.fit(train, {.epochs = 10, .callbacks = {BackupAndRestore("/tmp/backup", {.save_freq = 50})}});
 //
 // Restoring throws ValueError when the backup belongs to another model (naming the
 // first weight that differs), another set of stateful callbacks, or a newer backup
-// format; IOError when every backup is damaged. The model must be built before fit.
+// format; IOError when every backup is damaged. fit builds an unbuilt model on its
+// data's first batch before on_train_begin, as Keras does, so a subclassed model restores.
 class BackupAndRestore : public models::Callback {
  public:
   // Throws ValueError for save_freq < 1 or an empty backup_dir.

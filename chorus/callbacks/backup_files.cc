@@ -1,6 +1,8 @@
 // BackupAndRestore's backup directories. fit_state.json is written last into the staging
 // directory and lists the SHA-256 of every other file, so a backup whose files were
-// damaged after the atomic commit (a disk error, a truncating copy) is detected.
+// damaged after the atomic commit (a disk error, a truncating copy) is detected. Under a
+// sharded layout the weights and optimizer state are shard sets (sharded_checkpoint.h)
+// under the same digests.
 #include "chorus/callbacks/backup_files.h"
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include "chorus/io/safetensors.h"
 #include "chorus/models/model.h"
 #include "chorus/models/object_paths.h"
+#include "chorus/models/sharded_checkpoint.h"
 #include "chorus/models/whole_values.h"
 
 namespace chorus::callbacks {
@@ -128,33 +131,74 @@ BackupSnapshot take_backup_snapshot(const models::Model& model, models::FitState
           std::move(state)};
 }
 
+namespace {
+
+std::map<std::string, std::string> file_metadata(const char* format) {
+  return {{"format", format}, {models::kKeysMetadata, models::kObjectPathKeys}};
+}
+
+// Writes callbacks.safetensors and, last, fit_state.json into the staging directory
+// `out`; `files` holds the SHA-256 of the files already there.
+void write_state_files(const fs::path& out, const std::string& model_name, const std::vector<std::string>& signature,
+                       const models::FitState& state, json files) {
+  io::NamedTensors callback_tensors;
+  for (size_t i = 0; i < state.callbacks.size(); ++i) {
+    for (size_t k = 0; k < state.callbacks[i].tensors.size(); ++k) {
+      callback_tensors.emplace_back(fmt::format("callbacks/{}/{}", i, k), state.callbacks[i].tensors[k]);
+    }
+  }
+  const std::string bytes = io::safetensors_bytes(out / kCallbacksFile, callback_tensors, file_metadata("chorus.callbacks"));
+  write_plain_file(out / kCallbacksFile, bytes);
+  files[kCallbacksFile] = data::sha256_hex(bytes);
+  json document = {{"format", "chorus.backup"},
+                   {"version", kBackupFormatVersion},
+                   {"model", {{"name", model_name}, {"weights", signature}}},
+                   {"files", files},
+                   {"fit_state", state_to_json(state)}};
+  write_plain_file(out / kStateFile, document.dump(1) + "\n");
+}
+
+}  // namespace
+
 void write_backup(const fs::path& dir, const BackupSnapshot& snapshot) {
   io::AtomicDirectory staging(dir);
   const fs::path& out = staging.staging();
-  io::NamedTensors callback_tensors;
-  for (size_t i = 0; i < snapshot.state.callbacks.size(); ++i) {
-    for (size_t k = 0; k < snapshot.state.callbacks[i].tensors.size(); ++k) {
-      callback_tensors.emplace_back(fmt::format("callbacks/{}/{}", i, k), snapshot.state.callbacks[i].tensors[k]);
-    }
-  }
   // Plain writes: the staging directory is flushed and swapped in as a whole by commit().
   json files = json::object();
   auto write = [&](const char* file, const io::NamedTensors& tensors, const char* format) {
-    const std::string bytes =
-        io::safetensors_bytes(out / file, tensors, {{"format", format}, {models::kKeysMetadata, models::kObjectPathKeys}});
+    const std::string bytes = io::safetensors_bytes(out / file, tensors, file_metadata(format));
     write_plain_file(out / file, bytes);
     files[file] = data::sha256_hex(bytes);
   };
   write(kWeightsFile, snapshot.weights, "chorus.weights");
   write(kOptimizerFile, snapshot.optimizer, "chorus.optimizer");
-  write(kCallbacksFile, callback_tensors, "chorus.callbacks");
-  json document = {{"format", "chorus.backup"},
-                   {"version", kBackupFormatVersion},
-                   {"model", {{"name", snapshot.model_name}, {"weights", snapshot.signature}}},
-                   {"files", files},
-                   {"fit_state", state_to_json(snapshot.state)}};
-  write_plain_file(out / kStateFile, document.dump(1) + "\n");
+  write_state_files(out, snapshot.model_name, snapshot.signature, snapshot.state, files);
   staging.commit();
+}
+
+bool backs_up_in_shards(const models::Model& model) {
+  return models::split_anywhere(model.weights()) || models::split_anywhere(model.optimizer().variables());
+}
+
+void write_backup_in_shards(const fs::path& dir, const models::Model& model, const models::FitState& state,
+                            cluster::WorkerGroup* workers) {
+  const std::vector<std::string> keys = models::weight_object_paths(model);
+  models::save_in_shards(
+      dir, workers,
+      [&](const fs::path& staging) {
+        models::write_shards(staging, "model", model.weights(), keys, file_metadata("chorus.weights"), workers);
+        models::write_shards(staging, "optimizer", model.optimizer().variables(),
+                             models::optimizer_object_paths(model.optimizer(), model), file_metadata("chorus.optimizer"),
+                             workers);
+      },
+      [&](const fs::path& staging) {
+        // Every rank's shards are complete here; rank 0 reads each back for its digest.
+        json files = json::object();
+        for (const auto& entry : fs::directory_iterator(staging)) {
+          files[entry.path().filename().string()] = data::sha256_file_hex(entry.path().string());
+        }
+        write_state_files(staging, model.name(), signature(model, keys), state, files);
+      });
 }
 
 std::vector<std::pair<int64_t, fs::path>> list_backups(const fs::path& backup_dir) {
@@ -201,8 +245,8 @@ models::FitState read_backup(const fs::path& dir, models::Model& model) {
     std::map<std::string, Tensor> callback_tensors;
     for (auto& [name, tensor] : io::load_safetensors(dir / kCallbacksFile).tensors) callback_tensors.emplace(name, tensor);
     models::FitState state = state_from_json(document.at("fit_state"), callback_tensors);
-    model.load_weights(dir / kWeightsFile);
-    model.load_optimizer_state(dir / kOptimizerFile);
+    model.load_weights(dir);  // model.weights.safetensors, or the model's shards
+    model.load_optimizer_state(dir);
     return state;
   } catch (const nlohmann::json::exception& e) {
     throw_error<DamagedBackupError>("{}: malformed backup state: {}", state_file.string(), e.what());

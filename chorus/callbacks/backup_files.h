@@ -48,6 +48,15 @@ BackupSnapshot take_backup_snapshot(const models::Model& model, models::FitState
 // none). Throws IOError.
 void write_backup(const std::filesystem::path& dir, const BackupSnapshot& snapshot);
 
+// Whether some weight or optimizer slot of `model` is split over devices or workers: its
+// backups are then written in shards, by every rank, while training waits (a copy for a
+// writer thread would double each rank's memory).
+bool backs_up_in_shards(const models::Model& model);
+// Writes the backup `dir` of `model` after `state` in shards (atomically, as write_backup
+// does). Every rank of `workers` (nullptr: this process alone) calls it. Throws IOError.
+void write_backup_in_shards(const std::filesystem::path& dir, const models::Model& model,
+                            const models::FitState& state, cluster::WorkerGroup* workers);
+
 // The backups in `backup_dir` as (steps, path), the newest (most steps) first; empty
 // when the directory does not exist.
 std::vector<std::pair<int64_t, std::filesystem::path>> list_backups(const std::filesystem::path& backup_dir);

@@ -5,6 +5,7 @@
 
 #include "chorus/core/error.h"
 #include "chorus/models/model.h"
+#include "chorus/models/sharded_checkpoint.h"
 
 namespace chorus::callbacks {
 
@@ -78,7 +79,9 @@ void ModelCheckpoint::save_model(int epoch, std::optional<int64_t> batch, const 
   const std::string filepath = format_filepath(epoch, batch, logs);
   if (!should_save_model(epoch, logs, filepath)) return;
   const std::filesystem::path path(filepath);
-  if (options_.save_weights_only && std::filesystem::is_directory(path)) {
+  // A directory is refused, as Keras does, unless it is the shards an earlier save wrote.
+  if (options_.save_weights_only && std::filesystem::is_directory(path) &&
+      !std::filesystem::exists(path / models::shard_index_name("model"))) {
     throw_error<IOError>(
         "Please specify a non-directory filepath for ModelCheckpoint. Filepath used is an existing directory: {}",
         filepath);

@@ -121,17 +121,22 @@ std::unique_ptr<comm::Communicator> WorkerGroup::connect(const std::string& name
 
 WorkerGroup::~WorkerGroup() = default;
 
-uint64_t WorkerGroup::chief_value(uint64_t value) {
+std::string WorkerGroup::chief_bytes(const std::string& value) {
   const std::string key = fmt::format("chorus/chief_value/{}", chief_values_++);
-  std::vector<char> bytes(sizeof value);
   if (rank() == 0) {
-    std::memcpy(bytes.data(), &value, sizeof value);
-    store_->set(key, bytes);
+    store_->set(key, std::vector<char>(value.begin(), value.end()));
     return value;
   }
   store_->wait({key}, collective_deadline());
-  bytes = store_->get(key);
-  if (bytes.size() != sizeof value) throw_error<StoreError>("multi-worker: malformed {} from rank 0", key);
+  const std::vector<char> bytes = store_->get(key);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+uint64_t WorkerGroup::chief_value(uint64_t value) {
+  std::string bytes(sizeof value, '\0');
+  std::memcpy(bytes.data(), &value, sizeof value);
+  bytes = chief_bytes(bytes);
+  if (bytes.size() != sizeof value) throw_error<StoreError>("multi-worker: a malformed value from rank 0");
   std::memcpy(&value, bytes.data(), sizeof value);
   return value;
 }

@@ -55,6 +55,8 @@ class WorkerGroup {
   // rank calls it, in the same order; throws StoreError when rank 0's value does not
   // arrive within the collective deadline.
   uint64_t chief_value(uint64_t value);
+  // The same for bytes (the staging directory rank 0 made for a sharded checkpoint).
+  std::string chief_bytes(const std::string& value);
 
  private:
   std::unique_ptr<gloo::rendezvous::Store> open_store(bool serve) const;

@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <string>
@@ -133,7 +134,16 @@ std::optional<TemporaryName> parse_temporary_name(const std::string& name) {
   return std::nullopt;
 }
 
-bool process_alive(long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
+// A zombie (ended, not yet reaped: an orphan waits for init, which in a container may reap
+// it only seconds later) writes nothing more: it counts as ended.
+bool process_alive(long pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;  // no /proc: the signal's answer stands
+  const size_t name_end = line.rfind(')');     // the name may hold spaces and parentheses
+  return name_end == std::string::npos || name_end + 2 >= line.size() || line[name_end + 2] != 'Z';
+}
 
 void fsync_path(const fs::path& path, bool directory) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0)));
@@ -213,6 +223,18 @@ void write_file_atomically(const fs::path& path, std::string_view bytes) {
     throw;
   }
   fsync_path(parent_of(target), /*directory=*/true);
+}
+
+void remove_atomically(const fs::path& path) {
+  const fs::path target = without_trailing_separator(path);
+  const fs::path aside = sibling(target, "tmp");
+  if (::rename(target.c_str(), aside.c_str()) != 0) {
+    if (errno == ENOENT) return;
+    fail(target, "cannot rename it aside to {}", aside.c_str());
+  }
+  std::error_code ec;
+  fs::remove_all(aside, ec);
+  if (ec) throw_error<IOError>("{}: cannot remove it: {}", aside.string(), ec.message());
 }
 
 std::string read_file(const fs::path& path) {

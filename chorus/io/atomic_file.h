@@ -15,6 +15,11 @@ namespace chorus::io {
 // Replaces `path` with `bytes`. Throws IOError naming the path on failure.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 
+// Removes the file or directory `path` (nothing when it is missing) by renaming it aside to
+// a temporary first, so that a crash midway never leaves part of it under its name; the
+// temporary is then a dead writer's, which remove_stale_temporaries removes. Throws IOError.
+void remove_atomically(const std::filesystem::path& path);
+
 // Reads a whole file. Throws IOError naming the path.
 std::string read_file(const std::filesystem::path& path);
 

@@ -74,62 +74,42 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 
 // ---- writing ----
 
-// Throws ValueError unless `tensor` can be saved under `name`; `names` holds the names
-// seen so far.
-void check_savable(const fs::path& path, const std::string& name, const Tensor& tensor,
-                   std::unordered_set<std::string_view>& names) {
+// Throws ValueError unless a tensor `entry` can be saved; `names` holds the names seen so far.
+void check_savable(const fs::path& path, const TensorEntry& entry, std::unordered_set<std::string_view>& names) {
   const std::string file = path.string();
+  const std::string& name = entry.name;
   if (name == kMetadataKey) {
     throw_error<ValueError>("save_safetensors: {}: '{}' is reserved, not a tensor name", file, name);
   }
   if (!names.insert(name).second) {
     throw_error<ValueError>("save_safetensors: {}: duplicate tensor name '{}'", file, name);
   }
-  if (!tensor.defined()) throw_error<ValueError>("save_safetensors: {}: tensor '{}' is undefined", file, name);
-  if (tensor.dtype() == kString) {
+  if (entry.dtype == kString) {
     throw_error<DTypeError>("save_safetensors: {}: tensor '{}' has dtype string; expected one of {}", file, name,
                             kSupported);
   }
+}
+
+// Throws ValueError unless `tensor` (named `name`) holds bytes that can be written.
+void check_writable(const fs::path& path, const std::string& name, const Tensor& tensor) {
+  if (!tensor.defined()) throw_error<ValueError>("save_safetensors: {}: tensor '{}' is undefined", path.string(), name);
   if (!tensor.device().is_cpu()) {
-    throw_error<ValueError>("save_safetensors: {}: tensor '{}' is on {}, expected cpu", file, name,
+    throw_error<ValueError>("save_safetensors: {}: tensor '{}' is on {}, expected cpu", path.string(), name,
                             tensor.device().to_string());
   }
 }
 
-// The JSON header, padded with spaces to a multiple of 8 bytes. Throws ValueError.
-std::string make_header(const fs::path& path, const NamedTensors& tensors,
-                        const std::map<std::string, std::string>& metadata) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();  // keys in file order
-  if (!metadata.empty()) header[std::string(kMetadataKey)] = metadata;
-  std::unordered_set<std::string_view> names;
-  uint64_t offset = 0;
+std::vector<TensorEntry> entries_of(const fs::path& path, const NamedTensors& tensors) {
+  std::vector<TensorEntry> entries;
+  entries.reserve(tensors.size());
   for (const auto& [name, tensor] : tensors) {
-    check_savable(path, name, tensor, names);
-    const uint64_t end = offset + tensor.nbytes();
-    header[name] = {{"dtype", safetensors_name(tensor.dtype())},
-                    {"shape", tensor.shape().to_vector()},
-                    {"data_offsets", {offset, end}}};
-    offset = end;
+    check_writable(path, name, tensor);
+    entries.push_back({name, tensor.dtype(), tensor.shape()});
   }
-  std::string text;
-  try {
-    text = header.dump();
-  } catch (const json::exception& e) {  // only invalid UTF-8 can fail here
-    throw_error<ValueError>("save_safetensors: {}: tensor names and metadata must be valid UTF-8: {}", path.string(),
-                            e.what());
-  }
-  text.resize((text.size() + 7) / 8 * 8, ' ');
-  return text;
+  return entries;
 }
 
 // ---- reading ----
-
-struct Entry {
-  std::string name;
-  DType dtype;
-  Shape shape;
-  uint64_t begin, end;  // relative to the data buffer
-};
 
 // Throws IOError "<path>: <message>".
 template <class... Args>
@@ -252,7 +232,7 @@ std::pair<Shape, uint64_t> parse_shape(const fs::path& path, const std::string& 
 
 // Checks one tensor's entry on its own: types, dtype, shape, and that the offsets span
 // exactly the shape's bytes. Placement in the buffer is checked by check_layout.
-Entry parse_entry(const fs::path& path, const std::string& name, const json& value) {
+TensorEntry parse_entry(const fs::path& path, const std::string& name, const json& value) {
   if (!value.is_object()) {
     corrupt(path, "tensor {}: expected an object with dtype, shape and data_offsets, got {}", name, value.dump());
   }
@@ -280,10 +260,10 @@ Entry parse_entry(const fs::path& path, const std::string& name, const json& val
 }
 
 // Checks that `entries`, sorted by offset, tile [0, data_size) exactly.
-void check_layout(const fs::path& path, const std::vector<Entry>& entries, uint64_t data_size) {
+void check_layout(const fs::path& path, const std::vector<TensorEntry>& entries, uint64_t data_size) {
   uint64_t covered = 0;  // bytes [0, covered) belong to the tensors seen so far
-  const Entry* previous = nullptr;
-  for (const Entry& e : entries) {
+  const TensorEntry* previous = nullptr;
+  for (const TensorEntry& e : entries) {
     if (e.end > data_size) {
       corrupt(path, "tensor {}: data offsets [{}, {}) lie outside the data buffer of {} bytes (truncated file?)",
               e.name, e.begin, e.end, data_size);
@@ -305,7 +285,7 @@ void check_layout(const fs::path& path, const std::vector<Entry>& entries, uint6
 }
 
 // A byte other than 0 or 1 in a bool tensor would be undefined behaviour to read as bool.
-void check_bools(const fs::path& path, const Entry& entry, const Tensor& tensor) {
+void check_bools(const fs::path& path, const TensorEntry& entry, const Tensor& tensor) {
   const auto* bytes = static_cast<const uint8_t*>(tensor.raw_data());
   const auto* bad = std::find_if(bytes, bytes + tensor.numel(), [](uint8_t b) { return b > 1; });
   if (bad != bytes + tensor.numel()) {
@@ -313,33 +293,8 @@ void check_bools(const fs::path& path, const Entry& entry, const Tensor& tensor)
   }
 }
 
-}  // namespace
-
-std::string safetensors_bytes(const fs::path& path, const NamedTensors& tensors,
-                              const std::map<std::string, std::string>& metadata) {
-  const std::string header = make_header(path, tensors, metadata);
-  size_t data_size = 0;
-  for (const auto& [name, tensor] : tensors) data_size += tensor.nbytes();
-
-  std::string bytes(8 + header.size() + data_size, '\0');
-  const uint64_t header_size = header.size();
-  std::memcpy(bytes.data(), &header_size, 8);
-  std::memcpy(bytes.data() + 8, header.data(), header.size());
-  char* out = bytes.data() + 8 + header.size();
-  for (const auto& [name, tensor] : tensors) {
-    if (tensor.nbytes() > 0) std::memcpy(out, tensor.raw_data(), tensor.nbytes());
-    out += tensor.nbytes();
-  }
-  return bytes;
-}
-
-void save_safetensors(const fs::path& path, const NamedTensors& tensors,
-                      const std::map<std::string, std::string>& metadata) {
-  write_file_atomically(path, safetensors_bytes(path, tensors, metadata));
-}
-
-SafetensorsContents load_safetensors(const fs::path& path) {
-  const Reader reader(path);
+// Reads and checks the header of the file `reader` reads.
+SafetensorsHeader read_header(const fs::path& path, const Reader& reader) {
   const uint64_t file_size = reader.size();
   if (file_size < 8) corrupt(path, "the file has {} bytes, too few for the 8-byte header length", file_size);
   uint64_t header_size = 0;
@@ -355,25 +310,86 @@ SafetensorsContents load_safetensors(const fs::path& path) {
   reader.read_at(text.data(), header_size, 8);
   const Header header = parse_header(path, text);
 
-  SafetensorsContents contents;
-  std::vector<Entry> entries;
+  SafetensorsHeader out;
   for (const std::string& name : header.keys) {
     if (name == kMetadataKey) {
-      contents.metadata = parse_metadata(path, header.object.at(name));
+      out.metadata = parse_metadata(path, header.object.at(name));
     } else {
-      entries.push_back(parse_entry(path, name, header.object.at(name)));
+      out.tensors.push_back(parse_entry(path, name, header.object.at(name)));
     }
   }
-  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+  std::stable_sort(out.tensors.begin(), out.tensors.end(), [](const TensorEntry& a, const TensorEntry& b) {
     return std::pair(a.begin, a.end) < std::pair(b.begin, b.end);
   });
-  const uint64_t data_start = 8 + header_size;
-  check_layout(path, entries, file_size - data_start);
+  out.data_start = 8 + header_size;
+  check_layout(path, out.tensors, file_size - out.data_start);
+  return out;
+}
 
-  contents.tensors.reserve(entries.size());
-  for (const Entry& entry : entries) {
+}  // namespace
+
+std::string safetensors_header(const fs::path& path, const std::vector<TensorEntry>& tensors,
+                               const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();  // keys in file order
+  if (!metadata.empty()) header[std::string(kMetadataKey)] = metadata;
+  std::unordered_set<std::string_view> names;
+  uint64_t offset = 0;
+  for (const TensorEntry& entry : tensors) {
+    check_savable(path, entry, names);
+    const uint64_t end = offset + static_cast<uint64_t>(entry.shape.numel()) * dtype_size(entry.dtype);
+    header[entry.name] = {{"dtype", safetensors_name(entry.dtype)},
+                          {"shape", entry.shape.to_vector()},
+                          {"data_offsets", {offset, end}}};
+    offset = end;
+  }
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const json::exception& e) {  // only invalid UTF-8 can fail here
+    throw_error<ValueError>("save_safetensors: {}: tensor names and metadata must be valid UTF-8: {}", path.string(),
+                            e.what());
+  }
+  text.resize((text.size() + 7) / 8 * 8, ' ');
+  const uint64_t length = text.size();
+  std::string out(8, '\0');
+  std::memcpy(out.data(), &length, 8);
+  return out + text;
+}
+
+std::string safetensors_bytes(const fs::path& path, const NamedTensors& tensors,
+                              const std::map<std::string, std::string>& metadata) {
+  const std::string header = safetensors_header(path, entries_of(path, tensors), metadata);
+  size_t data_size = 0;
+  for (const auto& [name, tensor] : tensors) data_size += tensor.nbytes();
+
+  std::string bytes = header;
+  bytes.resize(header.size() + data_size);
+  char* out = bytes.data() + header.size();
+  for (const auto& [name, tensor] : tensors) {
+    if (tensor.nbytes() > 0) std::memcpy(out, tensor.raw_data(), tensor.nbytes());
+    out += tensor.nbytes();
+  }
+  return bytes;
+}
+
+void save_safetensors(const fs::path& path, const NamedTensors& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  write_file_atomically(path, safetensors_bytes(path, tensors, metadata));
+}
+
+SafetensorsHeader read_safetensors_header(const fs::path& path) {
+  const Reader reader(path);
+  return read_header(path, reader);
+}
+
+SafetensorsContents load_safetensors(const fs::path& path) {
+  const Reader reader(path);
+  SafetensorsHeader header = read_header(path, reader);
+  SafetensorsContents contents{.metadata = std::move(header.metadata)};
+  contents.tensors.reserve(header.tensors.size());
+  for (const TensorEntry& entry : header.tensors) {
     Tensor tensor = Tensor::empty(entry.shape, entry.dtype);
-    reader.read_at(tensor.raw_data(), entry.end - entry.begin, data_start + entry.begin);
+    reader.read_at(tensor.raw_data(), entry.end - entry.begin, header.data_start + entry.begin);
     if (entry.dtype == kBool) check_bools(path, entry, tensor);
     contents.tensors.emplace_back(entry.name, std::move(tensor));
   }

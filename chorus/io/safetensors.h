@@ -31,6 +31,28 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
 std::string safetensors_bytes(const std::filesystem::path& path, const NamedTensors& tensors,
                               const std::map<std::string, std::string>& metadata = {});
 
+// A tensor's name, dtype and shape, and where its bytes lie in a file's data buffer
+// ([begin, end), relative to the buffer's start; unused when writing).
+struct TensorEntry {
+  std::string name;
+  DType dtype = kFloat32;
+  Shape shape;
+  uint64_t begin = 0, end = 0;
+};
+
+// The header a file holding `tensors` in this order starts with: the 8-byte length, then
+// the JSON, padded to a multiple of 8 bytes. Throws ValueError as save_safetensors does.
+std::string safetensors_header(const std::filesystem::path& path, const std::vector<TensorEntry>& tensors,
+                               const std::map<std::string, std::string>& metadata = {});
+
+// A file's header, checked as load_safetensors checks it, without reading the data.
+struct SafetensorsHeader {
+  std::vector<TensorEntry> tensors;  // sorted by data offset
+  std::map<std::string, std::string> metadata;
+  uint64_t data_start = 0;  // the data buffer's first byte in the file
+};
+SafetensorsHeader read_safetensors_header(const std::filesystem::path& path);
+
 // Reads a whole file. Never executes or trusts anything in it: a truncated file, a
 // header that is not JSON, offsets outside the data or overlapping, an unknown dtype or a
 // shape that does not match its byte count is an IOError naming the file and the tensor.

@@ -149,18 +149,25 @@ class Model : public layers::Layer {
 
   // Weights only, one safetensors file keyed by object path (models/object_paths.h:
   // "dense_1/kernel" by the layer's place in the model, not its global name), so that
-  // another instance of the same model reads it. Written atomically.
+  // another instance of the same model reads it. Written atomically. Where a weight is
+  // split over devices or workers, `path` is a directory of shards instead
+  // (sharded_checkpoint.h), which every rank writes its part of.
   void save_weights(const std::filesystem::path& path) const;
-  // Also reads files keyed by Variable::path(), as chorus wrote them before object paths.
+  // `path` is a file, a saved model's directory or a directory of shards; each device
+  // reads only its own blocks. Also reads files keyed by Variable::path(), as chorus
+  // wrote them before object paths.
   // Throws ValueError naming the first path that differs and listing missing, unexpected
   // and mismatched (shape/dtype) variables.
   void load_weights(const std::filesystem::path& path);
   // The optimizer's iterations and slots from a safetensors file (optimizer.safetensors
-  // of save(); a slot keyed by its variable's object path), building the optimizer first
+  // of save(); a slot keyed by its variable's object path) or a saved model's directory
+  // (its optimizer.safetensors or optimizer shards), building the optimizer first
   // if needed. REQUIRES: compiled(). Throws ValueError as load_weights does.
   void load_optimizer_state(const std::filesystem::path& path);
   // The whole model in a directory: config.json (architecture and compile settings),
-  // model.weights.safetensors, optimizer.safetensors and state.json. Atomic.
+  // model.weights.safetensors, optimizer.safetensors and state.json. Atomic. Where a
+  // weight or slot is split over devices or workers, model-*-of-*.safetensors and
+  // optimizer-*-of-*.safetensors shards with their index files instead.
   void save(const std::filesystem::path& path) const;
 
   nlohmann::json get_config() const override;
@@ -202,9 +209,8 @@ class Model : public layers::Layer {
   void build(const Tree& inputs) override;
 
  private:
-  // save()'s files from the whole values (whole_values.h) of the weights and optimizer state.
-  void save_files(const std::filesystem::path& path, const io::NamedTensors& weights_tensors,
-                  const io::NamedTensors& optimizer_tensors) const;
+  // save()'s config.json (architecture and compile settings) and state.json, in `dir`.
+  void write_model_description(const std::filesystem::path& dir) const;
   std::unique_ptr<FunctionalGraph> graph_;
   CompileOptions compile_options_;
   std::shared_ptr<optimizers::Optimizer> optimizer_;

@@ -10,12 +10,18 @@
 //   state.json                 {"format": "chorus.model", "version": 1, "optimizer": bool}
 //                              ("optimizer": whether optimizer.safetensors was written;
 //                              absent in checkpoints saved before it was recorded)
+// Where a weight or an optimizer slot is split over devices or workers, the two
+// safetensors files are shard sets instead (sharded_checkpoint.h):
+//   model.safetensors.index.json, model-00001-of-0000N.safetensors, ...
+//   optimizer.safetensors.index.json, optimizer-00001-of-0000N.safetensors, ...
+// Loading maps the files and copies into each variable only the blocks it keeps.
 // Loading never runs anything from the files: configs name layer classes that must be
 // registered (layers/registry.h).
 #include <algorithm>
 #include <cassert>
-#include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -27,10 +33,8 @@
 #include "chorus/models/functional_graph.h"
 #include "chorus/models/model.h"
 #include "chorus/models/object_paths.h"
+#include "chorus/models/sharded_checkpoint.h"
 #include "chorus/models/whole_values.h"
-
-#include <functional>
-
 #include "chorus/cluster/worker_group.h"
 #include "chorus/distribution/distribution.h"
 #include "chorus/models/sequential.h"
@@ -52,25 +56,24 @@ std::string describe(const Shape& shape, DType dtype) { return shape.to_string()
 // are exactly the variables' Variable::path()s (`legacy_keys`) was written before object
 // paths, and is read by those even where its keys are object paths too (a model whose
 // layers were made in another order than it calls them): that is what its writer meant.
-const std::vector<std::string>& keys_of_file(const io::SafetensorsContents& contents,
-                                             const std::vector<std::string>& object_keys,
+const std::vector<std::string>& keys_of_file(const MappedTensors& file, const std::vector<std::string>& object_keys,
                                              const std::vector<std::string>& legacy_keys) {
-  const auto marker = contents.metadata.find(kKeysMetadata);
-  if (marker != contents.metadata.end() && marker->second == kObjectPathKeys) return object_keys;
+  const auto marker = file.metadata.find(kKeysMetadata);
+  if (marker != file.metadata.end() && marker->second == kObjectPathKeys) return object_keys;
   const std::set<std::string> legacy(legacy_keys.begin(), legacy_keys.end());
-  const bool exactly_legacy = legacy.size() == legacy_keys.size() && contents.tensors.size() == legacy.size() &&
-                              std::all_of(contents.tensors.begin(), contents.tensors.end(),
+  const bool exactly_legacy = legacy.size() == legacy_keys.size() && file.tensors.size() == legacy.size() &&
+                              std::all_of(file.tensors.begin(), file.tensors.end(),
                                           [&](const auto& named) { return legacy.contains(named.first); });
   return exactly_legacy ? legacy_keys : object_keys;
 }
 
-// Assigns the tensors of `file` to `variables`, keys[i] naming variables[i]'s, or throws
-// ValueError naming the first path that differs (the model's first missing or mismatched
-// key, else the file's first unexpected one) and listing every difference.
-void assign_by_key(const std::vector<Variable>& variables, const std::vector<std::string>& keys,
-                   const io::NamedTensors& tensors, const std::string& what, const fs::path& file) {
+// Checks that the tensors of `file` are `variables`, keys[i] naming variables[i]'s, or
+// throws ValueError naming the first path that differs (the model's first missing or
+// mismatched key, else the file's first unexpected one) and listing every difference.
+void check_keys(const std::vector<Variable>& variables, const std::vector<std::string>& keys,
+                const std::map<std::string, MappedTensors::Place>& by_name, const std::string& what,
+                const fs::path& file) {
   assert(variables.size() == keys.size());
-  const std::map<std::string, Tensor> by_name(tensors.begin(), tensors.end());
   std::vector<std::string> missing, mismatched, unexpected;
   std::string first;
   for (size_t i = 0; i < variables.size(); ++i) {
@@ -80,14 +83,15 @@ void assign_by_key(const std::vector<Variable>& variables, const std::vector<std
     if (it == by_name.end()) {
       missing.push_back(keys[i]);
       if (first.empty()) first = fmt::format("'{}' ({}, not in the file)", keys[i], in_model);
-    } else if (it->second.shape() != v.whole_shape() || it->second.dtype() != v.dtype()) {
-      const std::string difference = fmt::format("file {}, {}", describe(it->second.shape(), it->second.dtype()), in_model);
+    } else if (it->second.entry.shape != v.whole_shape() || it->second.entry.dtype != v.dtype()) {
+      const std::string difference =
+          fmt::format("file {}, {}", describe(it->second.entry.shape, it->second.entry.dtype), in_model);
       mismatched.push_back(fmt::format("{} ({})", keys[i], difference));
       if (first.empty()) first = fmt::format("'{}' ({})", keys[i], difference);
     }
   }
   const std::set<std::string> known(keys.begin(), keys.end());
-  for (const auto& [name, t] : tensors) {
+  for (const auto& [name, place] : by_name) {
     if (known.contains(name)) continue;
     unexpected.push_back(name);
     if (first.empty()) first = fmt::format("'{}' (in the file, not in {})", name, what);
@@ -99,15 +103,29 @@ void assign_by_key(const std::vector<Variable>& variables, const std::vector<std
         "{}; mismatched: {}",
         file.string(), what, first, list(missing), list(unexpected), list(mismatched));
   }
-  for (size_t i = 0; i < variables.size(); ++i) variables[i].assign_whole(by_name.at(keys[i]));
 }
 
-// Reads `file` into `variables`, whose object paths are `object_keys` (keys_of_file).
+// Reads `file` into `variables`, whose object paths are `object_keys` (keys_of_file): each
+// variable copies only the bytes of the blocks it keeps out of the mapped file.
 void load_by_key(const std::vector<Variable>& variables, const std::vector<std::string>& object_keys,
-                 const std::string& what, const fs::path& file) {
-  const io::SafetensorsContents contents = io::load_safetensors(file);
+                 const std::string& what, const MappedTensors& file) {
   const std::vector<std::string> legacy_keys = legacy_paths(variables);
-  assign_by_key(variables, keys_of_file(contents, object_keys, legacy_keys), contents.tensors, what, file);
+  const std::vector<std::string>& keys = keys_of_file(file, object_keys, legacy_keys);
+  std::map<std::string, MappedTensors::Place> by_name;
+  for (const auto& [name, place] : file.tensors) by_name.emplace(name, place);
+  check_keys(variables, keys, by_name, what, file.source);
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const MappedTensors::Place& place = by_name.at(keys[i]);
+    variables[i].assign_whole_bytes(place.file->bytes(place.entry));
+    place.file->release(place.entry);
+  }
+}
+
+// The weights (prefix "model") or optimizer state ("optimizer") in `dir`: a shard set
+// where its index is there, else the one file `whole_file`.
+MappedTensors map_saved(const fs::path& dir, const std::string& prefix, const char* whole_file) {
+  if (fs::exists(dir / shard_index_name(prefix))) return map_shards(dir, prefix);
+  return map_tensors(dir / whole_file);
 }
 
 // The metadata of a file this build writes: its format, and that it is keyed by object paths.
@@ -184,41 +202,71 @@ void write_on_chief(const std::shared_ptr<distribution::Distribution>& distribut
 
 void Model::save_weights(const fs::path& path) const {
   if (!built()) throw_error<ValueError>("{}: save_weights on a model that was never built", name());
-  const io::NamedTensors tensors = with_keys(whole_values(weights(), workers_of(distribution_)), weight_object_paths(*this));
   std::map<std::string, std::string> metadata = file_metadata("chorus.weights");
   metadata["model"] = name();
+  cluster::WorkerGroup* group = workers_of(distribution_);
+  if (split_anywhere(weights())) {
+    save_in_shards(
+        path, group,
+        [&](const fs::path& staging) {
+          write_shards(staging, "model", weights(), weight_object_paths(*this), metadata, group);
+        },
+        [](const fs::path&) {});
+    return;
+  }
+  const io::NamedTensors tensors = with_keys(whole_values(weights(), group), weight_object_paths(*this));
   write_on_chief(distribution_, [&] { io::save_safetensors(path, tensors, metadata); });
 }
 
 void Model::load_weights(const fs::path& path) {
-  fs::path file = fs::is_directory(path) ? path / kWeightsFile : path;
   if (!built()) {
     throw_error<ValueError>("{}: load_weights needs a built model: call it on a batch (or build it) first", name());
   }
+  const MappedTensors file = fs::is_directory(path) ? map_saved(path, "model", kWeightsFile) : map_tensors(path);
   load_by_key(weights(), weight_object_paths(*this), "model '" + name() + "'", file);
 }
 
 void Model::load_optimizer_state(const fs::path& path) {
   if (!optimizer().built()) optimizer().build(trainable_weights());
+  const MappedTensors file = fs::is_directory(path) ? map_saved(path, "optimizer", kOptimizerFile) : map_tensors(path);
   load_by_key(optimizer().variables(), optimizer_object_paths(optimizer(), *this),
-              "optimizer '" + optimizer().name() + "'", path);
+              "optimizer '" + optimizer().name() + "'", file);
 }
 
 void Model::save(const fs::path& path) const {
   if (!built()) throw_error<ValueError>("{}: save on a model that was never built", name());
   const bool with_optimizer = compiled() && optimizer_->built();
-  const io::NamedTensors weights_tensors =
-      with_keys(whole_values(weights(), workers_of(distribution_)), weight_object_paths(*this));
+  cluster::WorkerGroup* group = workers_of(distribution_);
+  if (split_anywhere(weights()) || (with_optimizer && split_anywhere(optimizer_->variables()))) {
+    save_in_shards(
+        path, group,
+        [&](const fs::path& staging) {
+          write_shards(staging, "model", weights(), weight_object_paths(*this), file_metadata("chorus.weights"), group);
+          if (with_optimizer) {
+            write_shards(staging, "optimizer", optimizer_->variables(), optimizer_object_paths(*optimizer_, *this),
+                         file_metadata("chorus.optimizer"), group);
+          }
+        },
+        [&](const fs::path& staging) { write_model_description(staging); });
+    return;
+  }
+  const io::NamedTensors weights_tensors = with_keys(whole_values(weights(), group), weight_object_paths(*this));
   const io::NamedTensors optimizer_tensors =
-      with_optimizer ? with_keys(whole_values(optimizer_->variables(), workers_of(distribution_)),
-                                 optimizer_object_paths(*optimizer_, *this))
-                     : io::NamedTensors();
-  write_on_chief(distribution_, [&] { save_files(path, weights_tensors, optimizer_tensors); });
+      with_optimizer
+          ? with_keys(whole_values(optimizer_->variables(), group), optimizer_object_paths(*optimizer_, *this))
+          : io::NamedTensors();
+  write_on_chief(distribution_, [&] {
+    io::AtomicDirectory dir(path);
+    io::save_safetensors(dir.staging() / kWeightsFile, weights_tensors, file_metadata("chorus.weights"));
+    if (with_optimizer) {
+      io::save_safetensors(dir.staging() / kOptimizerFile, optimizer_tensors, file_metadata("chorus.optimizer"));
+    }
+    write_model_description(dir.staging());
+    dir.commit();
+  });
 }
 
-void Model::save_files(const fs::path& path, const io::NamedTensors& weights_tensors,
-                       const io::NamedTensors& optimizer_tensors) const {
-  io::AtomicDirectory dir(path);
+void Model::write_model_description(const fs::path& dir) const {
   nlohmann::json config = {{"class_name", class_name()}, {"config", get_config()}};
   if (compiled()) {
     nlohmann::json metrics = nlohmann::json::array();
@@ -227,13 +275,8 @@ void Model::save_files(const fs::path& path, const io::NamedTensors& weights_ten
                                 {"loss", loss_ ? loss_->to_config() : nlohmann::json()},
                                 {"metrics", metrics}};
   }
-  write_json(dir.staging() / "config.json", config);
-  io::save_safetensors(dir.staging() / kWeightsFile, weights_tensors, file_metadata("chorus.weights"));
-  if (compiled() && optimizer_->built()) {
-    io::save_safetensors(dir.staging() / kOptimizerFile, optimizer_tensors, file_metadata("chorus.optimizer"));
-  }
-  write_json(dir.staging() / kStateFile, saved_state(compiled() && optimizer_->built()));
-  dir.commit();
+  write_json(dir / "config.json", config);
+  write_json(dir / kStateFile, saved_state(compiled() && optimizer_->built()));
 }
 
 namespace {
@@ -289,11 +332,11 @@ void compile_from_config(Model& model, const nlohmann::json& cc, const fs::path&
   });
 }
 
-// Restores the optimizer's iterations and slots from `dir`/optimizer.safetensors, which
-// must exist when state.json says it was written.
+// Restores the optimizer's iterations and slots from `dir`'s optimizer.safetensors or
+// optimizer shards, which must exist when state.json says they were written.
 void load_saved_optimizer_state(Model& model, const fs::path& dir, const SavedState& state) {
   const fs::path file = dir / kOptimizerFile;
-  const bool exists = fs::exists(file);
+  const bool exists = fs::exists(file) || fs::exists(dir / shard_index_name("optimizer"));
   if (state.optimizer_saved == true && !exists) {
     throw_error<IOError>(
         "load_model: {} is missing, but {} says the optimizer's state was saved; load with "
@@ -301,7 +344,7 @@ void load_saved_optimizer_state(Model& model, const fs::path& dir, const SavedSt
         file.string(), (dir / kStateFile).string());
   }
   if (!exists || state.optimizer_saved == false) return;
-  model.load_optimizer_state(file);
+  model.load_optimizer_state(dir);
 }
 
 // A saved model directory that passed load_model's checks up to its weights: state.json
@@ -319,15 +362,17 @@ CheckedModel check_model_files(const fs::path& path) {
   const fs::path config_file = path / "config.json";
   checked.config = read_json(config_file);
   const fs::path weights_file = path / kWeightsFile;
-  if (!fs::is_regular_file(weights_file)) {
+  if (!fs::is_regular_file(weights_file) && !fs::exists(path / shard_index_name("model"))) {
     throw_error<IOError>("load_model: {} is missing: {} is not a complete saved model", weights_file.string(),
                          path.string());
   }
   {
-    // The file holds every weight, so a config that asks for more bytes is refused
-    // before they are allocated.
-    const auto bytes = static_cast<int64_t>(fs::file_size(weights_file));
-    layers::WeightBudget budget(bytes, fmt::format("{} holds {} bytes", weights_file.string(), bytes));
+    // The files hold every weight, so a config that asks for more bytes is refused
+    // before they are allocated. Mapping them checks every shard's header.
+    const MappedTensors weights = map_saved(path, "model", kWeightsFile);
+    int64_t bytes = 0;
+    for (const auto& file : weights.files) bytes += static_cast<int64_t>(fs::file_size(file->path()));
+    layers::WeightBudget budget(bytes, fmt::format("{} holds {} bytes", weights.source.string(), bytes));
     checked.model = model_from_config(checked.config, config_file);
   }
   if (!checked.model->built()) {
@@ -349,7 +394,7 @@ std::unique_ptr<Model> load_model(const fs::path& path, const LoadModelOptions& 
   CheckedModel checked = check_model_files(path);
   std::unique_ptr<Model> model = std::move(checked.model);
   const nlohmann::json& config = checked.config;
-  model->load_weights(path / kWeightsFile);
+  model->load_weights(path);
   if (options.compile && config.contains("compile_config")) {
     compile_from_config(*model, config["compile_config"], path / "config.json");
     load_saved_optimizer_state(*model, path, checked.state);

@@ -151,6 +151,11 @@ History Trainer::fit(const data::Dataset& data, FitOptions options) {
     end_of_fit.outer.emplace_back(&c, c.running_fit());
     c.set_fit(this);
   });
+  // As Keras's fit builds an unbuilt model before any callback runs (trainer.py,
+  // _symbolic_build), so that BackupAndRestore restores into a subclassed model too.
+  if (!model_.built()) {
+    if (std::optional<Tree> first = data.iterator().next()) model_.build_on_first_row(*first);
+  }
   Logs logs;
   callbacks.each([&](Callback& c) { c.on_train_begin(logs); });
   progress.in_train_begin = false;

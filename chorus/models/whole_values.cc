@@ -22,8 +22,8 @@ Tensor gather_row_blocks(const autograd::Variable& v, cluster::WorkerGroup& grou
 // For each of `variables`, the blocks this worker adds to the whole — those no worker of a
 // lower rank holds — or an empty list where every worker holds every block (nothing to
 // gather). Every worker sees the same holdings, so all agree on what to gather.
-std::vector<std::vector<bool>> blocks_to_add(const std::vector<autograd::Variable>& variables,
-                                             cluster::WorkerGroup& group) {
+std::vector<std::vector<bool>> blocks_held_first_here(const std::vector<autograd::Variable>& variables,
+                                                      cluster::WorkerGroup& group) {
   std::vector<std::vector<bool>> held;
   size_t count = 0;
   for (const autograd::Variable& v : variables) {
@@ -58,34 +58,48 @@ std::vector<std::vector<bool>> blocks_to_add(const std::vector<autograd::Variabl
 
 }  // namespace
 
-io::NamedTensors whole_values(const std::vector<autograd::Variable>& variables, cluster::WorkerGroup* group,
-                              bool copy) {
+std::vector<std::vector<bool>> blocks_to_add(const std::vector<autograd::Variable>& variables,
+                                             cluster::WorkerGroup* group) {
   const bool split_over_devices =
       std::any_of(variables.begin(), variables.end(), [](const autograd::Variable& v) { return v.distributed(); });
-  std::vector<std::vector<bool>> added;  // empty: no worker lacks a block of any variable
-  if (group != nullptr && group->size() > 1 && split_over_devices) added = blocks_to_add(variables, *group);
+  if (group == nullptr || group->size() == 1 || !split_over_devices) {
+    return std::vector<std::vector<bool>>(variables.size());
+  }
+  return blocks_held_first_here(variables, *group);
+}
+
+bool gathered_over_workers(const autograd::Variable& v, const std::vector<bool>& add) {
+  return v.row_shard().has_value() || !add.empty();
+}
+
+Tensor whole_value(const autograd::Variable& v, const std::vector<bool>& add, cluster::WorkerGroup* group,
+                   WholeCopy copy) {
+  if (!gathered_over_workers(v, add)) {
+    if (v.distributed() && copy != WholeCopy::kNone) {
+      return v.whole_of_blocks(std::vector<bool>(v.held_blocks().size(), true), 0);
+    }
+    return copy == WholeCopy::kCopy ? v.value().clone() : v.value();
+  }
+  if (group == nullptr) {
+    throw_error<ValueError>("saving '{}': a variable split across workers is gathered over its job, and there is "
+                            "no job",
+                            v.path());
+  }
+  if (v.row_shard()) return gather_row_blocks(v, *group);
+  // Each block comes from one worker, the others add -0.0, which leaves every value's
+  // bits as they are (x + -0.0 == x, +0.0 included; 0 for integers).
+  Tensor whole = v.whole_of_blocks(add, -0.0);
+  group->communicator().all_reduce(whole);
+  return whole;
+}
+
+io::NamedTensors whole_values(const std::vector<autograd::Variable>& variables, cluster::WorkerGroup* group,
+                              bool copy) {
+  const std::vector<std::vector<bool>> added = blocks_to_add(variables, group);
   io::NamedTensors out;
   for (size_t i = 0; i < variables.size(); ++i) {
-    const autograd::Variable& v = variables[i];
-    const bool over_devices = !added.empty() && !added[i].empty();
-    if (!v.row_shard() && !over_devices) {
-      out.emplace_back(v.path(), copy ? v.value().clone() : v.value());
-      continue;
-    }
-    if (group == nullptr) {
-      throw_error<ValueError>("saving '{}': a variable split across workers is gathered over its job, and there is "
-                              "no job",
-                              v.path());
-    }
-    if (v.row_shard()) {
-      out.emplace_back(v.path(), gather_row_blocks(v, *group));
-      continue;
-    }
-    // Each block comes from one worker, the others add -0.0, which leaves every value's
-    // bits as they are (x + -0.0 == x, +0.0 included; 0 for integers).
-    Tensor whole = v.whole_of_blocks(added[i], -0.0);
-    group->communicator().all_reduce(whole);
-    out.emplace_back(v.path(), whole);
+    out.emplace_back(variables[i].path(),
+                     whole_value(variables[i], added[i], group, copy ? WholeCopy::kCopy : WholeCopy::kNone));
   }
   return out;
 }

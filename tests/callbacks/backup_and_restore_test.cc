@@ -15,6 +15,7 @@
 #include "chorus/callbacks/backup_files.h"
 #include "chorus/chorus.h"
 #include "chorus/io/atomic_file.h"
+#include "tests/distribute/two_tower_util.h"
 #include "tests/models/model_test_util.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_names.h"
@@ -60,6 +61,7 @@ struct BackupRunOptions {
   int64_t crash_after_step = -1;      // crash after this many training steps (all epochs)
   int crash_in_validation_of = -1;    // crash during the validation of this epoch
   int devices = 0;                    // data-parallel replicas (0: no distribution)
+  bool zero = false;  // ModelParallel over 2 devices, the optimizer state split by ZeRO: backups in shards
   int64_t steps_per_epoch = -1;
   int64_t hidden = 16;  // another model's backup: another width
   bool other_names = false;  // a Dense made first: the model's layers get other global names
@@ -75,6 +77,12 @@ BackupFitRun train_with_backups(const BackupRunOptions& options) {
   if (options.devices > 0) {
     distribution::set_distribution(std::make_shared<distribution::DataParallel>(
         std::vector<Device>{Device::cpu(0), Device::cpu(1)}));
+  }
+  if (options.zero) {
+    distribution::LayoutMap layouts(
+        distribution::DeviceMesh({2, 1}, {"batch", "model"}, {Device::cpu(0), Device::cpu(1)}));
+    distribution::set_distribution(std::make_shared<distribution::ModelParallel>(
+        layouts, distribution::ModelParallelOptions{.shard_optimizer_state = true}));
   }
   Tensor x = layers::Input({4});
   Tensor h = layers::Dense(options.hidden, {.activation = "relu"})(x);
@@ -128,11 +136,14 @@ class BackupAndRestoreTest : public chorus::testing::TempDirTest {
     BackupRunOptions plain = crash;
     plain.crash_after_step = -1;
     plain.crash_in_validation_of = -1;
-    const BackupFitRun reference = train_with_backups({.devices = crash.devices, .steps_per_epoch = crash.steps_per_epoch});
+    const BackupFitRun reference =
+        train_with_backups({.devices = crash.devices, .zero = crash.zero, .steps_per_epoch = crash.steps_per_epoch});
     crash.backup_dir = dir_ / "backup";
     plain.backup_dir = crash.backup_dir;
     EXPECT_THROW(train_with_backups(crash), BackupCrash);
-    EXPECT_FALSE(list_backups(dir_ / "backup").empty());
+    ASSERT_FALSE(list_backups(dir_ / "backup").empty());
+    // Split optimizer state: the backups hold shard sets in place of the whole files.
+    EXPECT_EQ(fs::exists(list_backups(dir_ / "backup")[0].second / "optimizer.safetensors.index.json"), crash.zero);
     expect_same_fit(train_with_backups(plain), reference);
     EXPECT_FALSE(fs::exists(dir_ / "backup"));  // delete_checkpoint
   }
@@ -160,6 +171,27 @@ TEST_F(BackupAndRestoreTest, ResumesAnIteratorThatRunsAcrossEpochsExactly) {
 
 TEST_F(BackupAndRestoreTest, ResumesOnTwoDataParallelReplicasExactly) {
   expect_resumes_exactly({.backup = {.save_freq = 3}, .crash_after_step = 10, .devices = 2});
+}
+
+TEST_F(BackupAndRestoreTest, ResumesFromBackupsInShardsExactly) {
+  expect_resumes_exactly({.backup = {.save_freq = 3}, .crash_after_step = 10, .zero = true});
+}
+
+// A subclassed model builds its tables when first called: fit builds it before the
+// callbacks begin, as Keras does, so the restarted fit restores into it.
+TEST_F(BackupAndRestoreTest, ASubclassedModelThatFitBuildsResumesExactly) {
+  const auto train = [&](int64_t crash_after_step, bool backup) {
+    layers::set_random_seed(4);
+    chorus::testing::TwoTower model(30, 40, 8);
+    model.compile({.optimizer = optimizers::Adagrad(0.2)});
+    std::vector<Shared<models::Callback>> callbacks = {BackupCrasher(crash_after_step, -1)};
+    if (backup) callbacks.push_back(BackupAndRestore(dir_ / "backup", {.save_freq = 2}));
+    model.fit(chorus::testing::two_tower_ratings(200).batch(32), {.epochs = 2, .verbose = 0, .callbacks = callbacks});
+    return model.weights();
+  };
+  const auto reference = train(-1, false);
+  EXPECT_THROW(train(9, true), BackupCrash);
+  EXPECT_EQ(models::max_relative_difference(train(-1, true), reference), 0.0);
 }
 
 TEST_F(BackupAndRestoreTest, KeepsTheTwoNewestBackupsAndTheirFilesWhenAsked) {

@@ -89,6 +89,31 @@ TEST_F(FaultToleranceCommandTest, InspectRefusesWhatLoadModelRefusesNamingTheFil
                                          "'units'?)"));
 }
 
+TEST_F(FaultToleranceCommandTest, InspectListsTheTensorsInEachShardFile) {
+  chorus::set_cpu_devices(2);
+  distribution::LayoutMap layouts(distribution::DeviceMesh({1, 2}, {"batch", "model"}, {Device::cpu(0), Device::cpu(1)}));
+  layouts["hidden/kernel"] = {std::nullopt, "model"};
+  distribution::set_distribution(std::make_shared<distribution::ModelParallel>(layouts, "batch"));
+  Tensor x = layers::Input({3});
+  Tensor h = layers::Dense(4, {.name = "hidden"})(x);
+  models::Model model(x, layers::Dense(1)(h));
+  model.compile({.optimizer = optimizers::SGD(0.1), .loss = "mse"});
+  distribution::set_distribution(nullptr);
+  const auto data = chorus::testing::linear_data(8, 1);
+  model.fit(data.x, data.y, {.batch_size = 8, .verbose = 0});  // placed on the mesh: hidden/kernel split
+  model.save(dir_ / "model");
+  chorus::set_cpu_devices(0);
+  const auto run = run_chorus("checkpoint inspect " + (dir_ / "model").string());
+  if (run.exit_code == -1) GTEST_SKIP() << run.output;
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("  model in 1 shard files (model.safetensors.index.json):\n"
+                                    "    model-00001-of-00001.safetensors:\n"
+                                    "      dense/kernel (3, 4) float32\n"
+                                    "      dense/bias (4,) float32\n"
+                                    "      dense_1/kernel (4, 1) float32\n"
+                                    "      dense_1/bias (1,) float32\n"));
+}
+
 TEST_F(FaultToleranceCommandTest, InspectListsBackupsWithWhereTheirFitStood) {
   auto model = chorus::testing::linear_model();
   const auto data = chorus::testing::linear_data(40, 1);

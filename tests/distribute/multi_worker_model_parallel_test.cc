@@ -95,6 +95,48 @@ json fit_sharded_mlp_scenario(ScenarioRun& run, bool mismatch, Mesh mesh = Mesh:
   return out;
 }
 
+// Checkpoints in shards (issue 39): the MLP trained on the spanning mesh is saved (two
+// shard files, one per worker), read back on one device, and read into another model on
+// the same mesh, each worker copying only its blocks, which then trains on as the saved
+// one does.
+json save_and_reload_spanning_mlp_scenario(ScenarioRun& run) {
+  const auto mlp = [] {
+    Tensor x = layers::Input({4});
+    Tensor h = layers::Dense(8, {.activation = "relu", .name = "d1"})(x);
+    h = layers::Dense(8, {.activation = "relu", .name = "d2"})(h);
+    return std::make_unique<models::Model>(x, layers::Dense(3, {.name = "d3"})(h));
+  };
+  const std::vector<std::pair<std::string, distribution::TensorLayout>> layouts{
+      {"d1/kernel", {std::nullopt, "model"}}, {"d1/bias", {"model"}}, {"d2/kernel", {"model", std::nullopt}}};
+  const auto options = [] { return testing::mlp_compile_options(optimizers::Adam({.learning_rate = 0.01})); };
+  const auto train = testing::separable_blobs(64, 3);
+  const models::FitOptions epoch{.epochs = 1, .batch_size = 16, .verbose = 0, .shuffle = false};
+  layers::set_random_seed(7);
+  auto saved = mlp();
+  compile_sharded(run, *saved, options(), layouts, Mesh::kSpanning);
+  saved->fit(train.x, train.y, epoch);
+  const std::string path = testing::scratch_dir() + "/saved";
+  saved->save(path);
+  json out;
+  for (const auto& entry : std::filesystem::directory_iterator(path)) {
+    out["saved_files"].push_back(entry.path().filename().string());
+  }
+  std::sort(out["saved_files"].begin(), out["saved_files"].end());
+  out["reloaded_on_one_device"] = testing::variable_values(models::load_model(path)->weights());
+  saved->fit(train.x, train.y, epoch);
+  out["uninterrupted"] = testing::outcome(*saved, models::History())["weights"];
+
+  layers::set_random_seed(8);  // other initial weights, which the load replaces
+  auto reloaded = mlp();
+  compile_sharded(run, *reloaded, options(), layouts, Mesh::kSpanning);
+  reloaded->fit(train.x, train.y, epoch);  // the variables placed on the mesh, then loaded
+  reloaded->load_weights(path);
+  reloaded->load_optimizer_state(path);
+  models::History history = reloaded->fit(train.x, train.y, epoch);
+  out.update(testing::outcome(*reloaded, history));
+  return out;
+}
+
 // An MLP with BatchNormalization, whose statistics are each batch position's: multi-worker
 // on (1, 2) meshes, alone with DataParallel over 2 devices (the same rows per replica).
 json fit_batch_norm_scenario(ScenarioRun& run) {
@@ -185,6 +227,7 @@ json mesh_errors_scenario(ScenarioRun& /*run*/) {
     {"crossed_transformer",
      [](ScenarioRun& run) { return fit_sharded_transformer_scenario(run, Mesh::kCrossedModel); }},
     {"mesh_errors", mesh_errors_scenario},
+    {"spanning_mlp_save_and_reload", save_and_reload_spanning_mlp_scenario},
     {"sharded_mlp_mismatch", [](ScenarioRun& run) { return fit_sharded_mlp_scenario(run, true); }},
     {"sharded_two_tower", [](ScenarioRun& run) { return fit_sharded_two_tower_scenario(run); }},
     {"sharded_batch_norm", fit_batch_norm_scenario},
@@ -218,6 +261,29 @@ TEST_F(MultiWorkerTest, ModelParallelOnAMeshSpanningTwoWorkersMatchesOneDevice) 
       EXPECT_EQ(result(0)["d1_kernel_blocks_held"], json({true, false}));
       EXPECT_EQ(result(1)["d1_kernel_blocks_held"], json({false, true}));
     }
+  }
+}
+
+TEST_F(MultiWorkerTest, ACheckpointSavedOnASpanningMeshIsInShardsThatReloadAnywhere) {
+  const json reference = run_alone("spanning_mlp_save_and_reload");
+  ASSERT_EQ(run_job("spanning_mlp_save_and_reload", 2, /*devices=*/2), (std::vector<int>{0, 0}))
+      << error(0) << "\n" << error(1);
+  expect_matches(reference, 2);
+  // One process on one device splits nothing and writes the whole files; two workers write
+  // a shard each of the weights and of the optimizer state.
+  EXPECT_EQ(reference["saved_files"],
+            json({"config.json", "model.weights.safetensors", "optimizer.safetensors", "state.json"}));
+  EXPECT_EQ(result(0)["saved_files"],
+            json({"config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                  "model.safetensors.index.json", "optimizer-00001-of-00002.safetensors",
+                  "optimizer-00002-of-00002.safetensors", "optimizer.safetensors.index.json", "state.json"}));
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE(rank);
+    EXPECT_LE(worst_relative_difference(reference["reloaded_on_one_device"], result(rank)["reloaded_on_one_device"],
+                                        "reloaded on one device"),
+              1e-5);
+    // The model that loaded the shards trained on exactly as the saved one did.
+    EXPECT_EQ(result(rank)["weights"], result(rank)["uninterrupted"]);
   }
 }
 

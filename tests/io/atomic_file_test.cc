@@ -1,5 +1,6 @@
 #include "chorus/io/atomic_file.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -260,6 +261,23 @@ TEST_F(AtomicFileTest, ATemporaryOfALiveProcessIsKept) {
   ASSERT_EQ(temporaries.size(), 1u);
   EXPECT_TRUE(temporaries[0].alive);
   EXPECT_EQ(temporaries[0].pid, ::getpid());
+}
+
+// A killed writer whose parent has not reaped it yet (an orphan waits for init, which
+// in a container may take seconds) is a zombie: ended, though its PID still answers.
+TEST_F(AtomicFileTest, AZombieWritersTemporaryIsRemoved) {
+  const pid_t zombie = ::fork();
+  ASSERT_GE(zombie, 0);
+  if (zombie == 0) ::_exit(0);
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(zombie), &info, WEXITED | WNOWAIT), 0);  // ended, not reaped
+  ASSERT_EQ(::kill(zombie, 0), 0);
+  const std::string temp = fmt::format("weights.bin.tmp-{}-00000000000000ab", zombie);
+  write(temp, "half written");
+  EXPECT_FALSE(list_atomic_temporaries(dir_).at(0).alive);
+  write_file_atomically(dir_ / "weights.bin", "w");
+  EXPECT_EQ(entries(), std::vector<std::string>{"weights.bin"});
+  ASSERT_EQ(::waitpid(zombie, nullptr, 0), zombie);
 }
 
 TEST_F(AtomicFileTest, APreviousVersionMovedAsideByACrashedSwapIsRestored) {

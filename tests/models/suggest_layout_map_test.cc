@@ -56,7 +56,7 @@ TEST_F(SuggestLayoutMapTest, AnMlpGetsOneColumnRowPairAndTrainsAsOneDevice) {
   Generator gen(2);
   const Tree data = Tree::list({uniform(Shape{32, 16}, gen, -1, 1), from_values<int32_t>(std::vector<int32_t>(32, 1), Shape{32})});
   const auto one = train(mlp(), data, std::nullopt);
-  EXPECT_LE(testing::max_relative_difference(train(std::move(model), data, layout_map), one), 1e-5);
+  EXPECT_LE(max_relative_difference(train(std::move(model), data, layout_map), one), 1e-5);
 }
 
 TEST_F(SuggestLayoutMapTest, BertTinySplitsHeadsAndFeedforwardAndTrainsAsOneDevice) {
@@ -85,7 +85,7 @@ TEST_F(SuggestLayoutMapTest, BertTinySplitsHeadsAndFeedforwardAndTrainsAsOneDevi
   EXPECT_EQ(layout_map.entries().size(), 2U * 10 + 1);
 
   const auto one = train(bert(), data, std::nullopt);
-  EXPECT_LE(testing::max_relative_difference(train(std::move(model), data, layout_map), one), 3e-5);
+  EXPECT_LE(max_relative_difference(train(std::move(model), data, layout_map), one), 3e-5);
 }
 
 TEST_F(SuggestLayoutMapTest, AMeshWithoutTheAxisAndAnUnbuiltModelAreRefused) {

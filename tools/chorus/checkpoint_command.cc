@@ -1,5 +1,6 @@
 // `chorus checkpoint inspect PATH`: what a saved model, a weights file or a backup
-// directory holds — each file's size, each backup's epoch and batch — and the
+// directory holds — each file's size, each backup's epoch and batch, the tensors in
+// each file of a shard set (checked against its index) — and the
 // temporaries that crashed saves left beside it (removed by the next save of the same
 // target unless their process still runs). A saved model is first put through
 // load_model's checks (check_saved_model): an invalid one fails with load_model's message.
@@ -15,12 +16,28 @@
 #include "chorus/core/error.h"
 #include "chorus/io/atomic_file.h"
 #include "chorus/models/model.h"
+#include "chorus/models/sharded_checkpoint.h"
 #include "tools/chorus/commands.h"
 
 namespace chorus::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Each shard set in `dir` (model, optimizer): its files and the tensors in each.
+void print_shards(const fs::path& dir, const std::string& indent) {
+  for (const char* prefix : {"model", "optimizer"}) {
+    if (!fs::exists(dir / models::shard_index_name(prefix))) continue;
+    const models::MappedTensors shards = models::map_shards(dir, prefix);
+    fmt::print("{}{} in {} shard files ({}):\n", indent, prefix, shards.files.size(), models::shard_index_name(prefix));
+    for (const auto& file : shards.files) {
+      fmt::print("{}  {}:\n", indent, file->path().filename().string());
+      for (const io::TensorEntry& t : file->header().tensors) {
+        fmt::print("{}    {} {} {}\n", indent, t.name, t.shape.to_string(), dtype_name(t.dtype));
+      }
+    }
+  }
+}
 
 void print_files(const fs::path& dir, const std::string& indent) {
   std::vector<fs::path> files;
@@ -29,6 +46,7 @@ void print_files(const fs::path& dir, const std::string& indent) {
   }
   std::sort(files.begin(), files.end());
   for (const fs::path& file : files) fmt::print("{}{}  {} bytes\n", indent, file.filename().string(), fs::file_size(file));
+  print_shards(dir, indent);
 }
 
 // A BackupAndRestore directory: each backup with where its fit stood.

@@ -23,7 +23,9 @@ void add_run_options(CLI::App* recipe, recipes::RunOptions& options) {
                      "Back the training up there (BackupAndRestore) and, run again after a crash, resume exactly");
   recipe->add_option("--backup-every", options.backup_every, "Batches between backups (default: every epoch)")
       ->check(CLI::PositiveNumber);
-  recipe->add_option("--save-weights", options.save_weights, "Write the trained weights to this safetensors file");
+  recipe->add_option("--save-weights", options.save_weights,
+                     "Write the trained weights to this safetensors file (a directory of shards where a weight is "
+                     "split)");
   recipe->add_option("--profile", options.profile,
                      "Write the profiled training batches to this file as a Chrome trace (Perfetto, chrome://tracing; "
                      "chorus profile summarize FILE)");

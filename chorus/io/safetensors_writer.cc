@@ -1,0 +1,67 @@
+#include "chorus/io/safetensors_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "chorus/core/error.h"
+
+namespace chorus::io {
+
+SafetensorsWriter::SafetensorsWriter(std::filesystem::path path, std::vector<TensorEntry> tensors,
+                                     const std::map<std::string, std::string>& metadata)
+    : path_(std::move(path)), tensors_(std::move(tensors)) {
+  const std::string header = safetensors_header(path_, tensors_, metadata);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd_ < 0) throw_error<IOError>("{}: cannot create: {}", path_.string(), std::strerror(errno));
+  write_bytes(header.data(), header.size());
+}
+
+SafetensorsWriter::~SafetensorsWriter() {
+  if (fd_ >= 0) ::close(fd_);  // an unfinished file: its staging directory is removed with it
+}
+
+void SafetensorsWriter::write(const Tensor& tensor) {
+  if (written_ == tensors_.size()) {
+    throw_error<ValueError>("{}: every one of its {} tensors was written already", path_.string(), tensors_.size());
+  }
+  const TensorEntry& next = tensors_[written_];
+  if (!tensor.defined() || tensor.dtype() != next.dtype || tensor.shape() != next.shape) {
+    throw_error<ValueError>("{}: tensor '{}' is {} {} in the header, got {}", path_.string(), next.name,
+                            next.shape.to_string(), dtype_name(next.dtype),
+                            tensor.defined() ? tensor.shape().to_string() + " " + std::string(dtype_name(tensor.dtype()))
+                                             : std::string("an undefined tensor"));
+  }
+  if (!tensor.device().is_cpu()) {
+    throw_error<ValueError>("{}: tensor '{}' is on {}, expected cpu", path_.string(), next.name,
+                            tensor.device().to_string());
+  }
+  if (tensor.nbytes() > 0) write_bytes(tensor.raw_data(), tensor.nbytes());
+  ++written_;
+}
+
+void SafetensorsWriter::close() {
+  if (written_ != tensors_.size()) {
+    throw_error<ValueError>("{}: tensor '{}' was never written ({} of {} written)", path_.string(),
+                            tensors_[written_].name, written_, tensors_.size());
+  }
+  if (::fsync(fd_) != 0) throw_error<IOError>("{}: fsync failed: {}", path_.string(), std::strerror(errno));
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) throw_error<IOError>("{}: close failed: {}", path_.string(), std::strerror(errno));
+}
+
+void SafetensorsWriter::write_bytes(const void* data, size_t size) {
+  const auto* bytes = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd_, bytes, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_error<IOError>("{}: write failed: {}", path_.string(), std::strerror(errno));
+    bytes += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+}  // namespace chorus::io
