@@ -151,18 +151,6 @@ void fsync_path(const fs::path& path, bool directory) {
   if (::fsync(fd.get()) != 0) fail(path, "fsync failed");
 }
 
-void write_all(int fd, std::string_view bytes, const fs::path& path) {
-  const char* data = bytes.data();
-  size_t left = bytes.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, data, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(path, "write failed");
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
-}
-
 // Every regular file and directory under `root` (not following links), then `root`.
 void fsync_tree(const fs::path& root) {
   std::error_code ec;
@@ -223,6 +211,18 @@ void write_file_atomically(const fs::path& path, std::string_view bytes) {
     throw;
   }
   fsync_path(parent_of(target), /*directory=*/true);
+}
+
+void write_all(int fd, std::string_view bytes, const fs::path& path) {
+  const char* data = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(path, "write failed");
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
 }
 
 void remove_atomically(const fs::path& path) {

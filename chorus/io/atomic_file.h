@@ -20,6 +20,10 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
 // temporary is then a dead writer's, which remove_stale_temporaries removes. Throws IOError.
 void remove_atomically(const std::filesystem::path& path);
 
+// Writes all of `bytes` to the open file `fd` (`path` names it in errors), retrying
+// short writes and EINTR. Throws IOError "<path>: write failed: <reason>".
+void write_all(int fd, std::string_view bytes, const std::filesystem::path& path);
+
 // Reads a whole file. Throws IOError naming the path.
 std::string read_file(const std::filesystem::path& path);
 

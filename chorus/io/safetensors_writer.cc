@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "chorus/core/error.h"
+#include "chorus/io/atomic_file.h"
 
 namespace chorus::io {
 
@@ -16,7 +17,7 @@ SafetensorsWriter::SafetensorsWriter(std::filesystem::path path, std::vector<Ten
   const std::string header = safetensors_header(path_, tensors_, metadata);
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd_ < 0) throw_error<IOError>("{}: cannot create: {}", path_.string(), std::strerror(errno));
-  write_bytes(header.data(), header.size());
+  write_all(fd_, header, path_);
 }
 
 SafetensorsWriter::~SafetensorsWriter() {
@@ -38,7 +39,7 @@ void SafetensorsWriter::write(const Tensor& tensor) {
     throw_error<ValueError>("{}: tensor '{}' is on {}, expected cpu", path_.string(), next.name,
                             tensor.device().to_string());
   }
-  if (tensor.nbytes() > 0) write_bytes(tensor.raw_data(), tensor.nbytes());
+  write_all(fd_, std::string_view(static_cast<const char*>(tensor.raw_data()), tensor.nbytes()), path_);
   ++written_;
 }
 
@@ -51,17 +52,6 @@ void SafetensorsWriter::close() {
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) throw_error<IOError>("{}: close failed: {}", path_.string(), std::strerror(errno));
-}
-
-void SafetensorsWriter::write_bytes(const void* data, size_t size) {
-  const auto* bytes = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd_, bytes, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_error<IOError>("{}: write failed: {}", path_.string(), std::strerror(errno));
-    bytes += n;
-    size -= static_cast<size_t>(n);
-  }
 }
 
 }  // namespace chorus::io

@@ -32,8 +32,6 @@ class SafetensorsWriter {
   void close();
 
  private:
-  void write_bytes(const void* data, size_t size);
-
   std::filesystem::path path_;
   std::vector<TensorEntry> tensors_;
   size_t written_ = 0;

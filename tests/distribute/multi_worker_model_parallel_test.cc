@@ -5,6 +5,9 @@
 // MLP (with evaluate and predict), the two-tower model and a 2-layer Transformer encoder
 // end where one process on one device does. Workers whose layouts differ fail the
 // start-up check; a mesh over some but not all of the job's devices is refused.
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -137,6 +140,44 @@ json save_and_reload_spanning_mlp_scenario(ScenarioRun& run) {
   return out;
 }
 
+// A sharded save that fails on one rank: rank 1 may write no file larger than 64 bytes
+// (RLIMIT_FSIZE, so its shard's header fails with EFBIG), after a save that succeeded.
+// Every rank throws — rank 1 its own error, rank 0 naming rank 1 — and the checkpoint at
+// the path is the earlier one, with no staging directory left beside it.
+json failed_save_scenario(ScenarioRun& run) {
+  layers::set_random_seed(7);
+  Tensor x = layers::Input({4});
+  models::Model model(x, layers::Dense(3, {.name = "d3"})(layers::Dense(8, {.name = "d1"})(x)));
+  compile_sharded(run, model, testing::mlp_compile_options(optimizers::SGD({.learning_rate = 0.1})),
+                  {{"d1/kernel", {std::nullopt, "model"}}}, Mesh::kSpanning);
+  const auto train = testing::separable_blobs(32, 3);
+  model.fit(train.x, train.y, {.batch_size = 16, .verbose = 0});
+  const std::string path = testing::scratch_dir() + "/saved";
+  model.save(path);
+  json out;
+  out["saved"] = testing::variable_values(models::load_model(path)->weights());
+  model.fit(train.x, train.y, {.batch_size = 16, .verbose = 0});  // other weights to save
+  rlimit unlimited{};
+  ::getrlimit(RLIMIT_FSIZE, &unlimited);
+  if (run.rank() == 1) {
+    ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead of killing
+    rlimit small = unlimited;
+    small.rlim_cur = 64;
+    ::setrlimit(RLIMIT_FSIZE, &small);
+  }
+  try {
+    model.save(path);
+  } catch (const IOError& e) {
+    out["save_error"] = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &unlimited);
+  out["after_failure"] = testing::variable_values(models::load_model(path)->weights());
+  for (const auto& entry : std::filesystem::directory_iterator(testing::scratch_dir())) {
+    if (entry.path().filename().string().rfind("saved.", 0) == 0) out["left_beside"].push_back(entry.path().string());
+  }
+  return out;
+}
+
 // An MLP with BatchNormalization, whose statistics are each batch position's: multi-worker
 // on (1, 2) meshes, alone with DataParallel over 2 devices (the same rows per replica).
 json fit_batch_norm_scenario(ScenarioRun& run) {
@@ -228,6 +269,7 @@ json mesh_errors_scenario(ScenarioRun& /*run*/) {
      [](ScenarioRun& run) { return fit_sharded_transformer_scenario(run, Mesh::kCrossedModel); }},
     {"mesh_errors", mesh_errors_scenario},
     {"spanning_mlp_save_and_reload", save_and_reload_spanning_mlp_scenario},
+    {"failed_sharded_save", failed_save_scenario},
     {"sharded_mlp_mismatch", [](ScenarioRun& run) { return fit_sharded_mlp_scenario(run, true); }},
     {"sharded_two_tower", [](ScenarioRun& run) { return fit_sharded_two_tower_scenario(run); }},
     {"sharded_batch_norm", fit_batch_norm_scenario},
@@ -285,6 +327,18 @@ TEST_F(MultiWorkerTest, ACheckpointSavedOnASpanningMeshIsInShardsThatReloadAnywh
     // The model that loaded the shards trained on exactly as the saved one did.
     EXPECT_EQ(result(rank)["weights"], result(rank)["uninterrupted"]);
   }
+}
+
+TEST_F(MultiWorkerTest, AShardARankCannotWriteFailsEveryRankAndLeavesTheEarlierCheckpoint) {
+  ASSERT_EQ(run_job("failed_sharded_save", 2, /*devices=*/2), (std::vector<int>{0, 0})) << error(0) << "\n"
+                                                                                       << error(1);
+  EXPECT_THAT(result(0).value("save_error", ""), HasSubstr("rank 1 could not write its shard file"));
+  EXPECT_THAT(result(1).value("save_error", ""),
+              HasSubstr("model-00002-of-00002.safetensors: write failed: File too large"));
+  for (int rank = 0; rank < 2; ++rank) EXPECT_EQ(result(rank)["after_failure"], result(rank)["saved"]) << rank;
+  // Rank 0 made the staging directory and removed it as its error unwound (rank 1 may
+  // look before that).
+  EXPECT_TRUE(result(0)["left_beside"].is_null()) << result(0)["left_beside"];
 }
 
 TEST_F(MultiWorkerTest, MeshesOverSomeOfTheJobsDevicesAreRefused) {
