@@ -102,15 +102,19 @@ json fit_sharded_mlp_scenario(ScenarioRun& run, bool mismatch, Mesh mesh = Mesh:
 // shard files, one per worker), read back on one device, and read into another model on
 // the same mesh, each worker copying only its blocks, which then trains on as the saved
 // one does.
+std::unique_ptr<models::Model> mlp() {
+  Tensor x = layers::Input({4});
+  Tensor h = layers::Dense(8, {.activation = "relu", .name = "d1"})(x);
+  h = layers::Dense(8, {.activation = "relu", .name = "d2"})(h);
+  return std::make_unique<models::Model>(x, layers::Dense(3, {.name = "d3"})(h));
+}
+
+// mlp()'s Megatron pair.
+const std::vector<std::pair<std::string, distribution::TensorLayout>> kMlpLayouts{
+    {"d1/kernel", {std::nullopt, "model"}}, {"d1/bias", {"model"}}, {"d2/kernel", {"model", std::nullopt}}};
+
 json save_and_reload_spanning_mlp_scenario(ScenarioRun& run) {
-  const auto mlp = [] {
-    Tensor x = layers::Input({4});
-    Tensor h = layers::Dense(8, {.activation = "relu", .name = "d1"})(x);
-    h = layers::Dense(8, {.activation = "relu", .name = "d2"})(h);
-    return std::make_unique<models::Model>(x, layers::Dense(3, {.name = "d3"})(h));
-  };
-  const std::vector<std::pair<std::string, distribution::TensorLayout>> layouts{
-      {"d1/kernel", {std::nullopt, "model"}}, {"d1/bias", {"model"}}, {"d2/kernel", {"model", std::nullopt}}};
+  const auto& layouts = kMlpLayouts;
   const auto options = [] { return testing::mlp_compile_options(optimizers::Adam({.learning_rate = 0.01})); };
   const auto train = testing::separable_blobs(64, 3);
   const models::FitOptions epoch{.epochs = 1, .batch_size = 16, .verbose = 0, .shuffle = false};
@@ -138,6 +142,19 @@ json save_and_reload_spanning_mlp_scenario(ScenarioRun& run) {
   models::History history = reloaded->fit(train.x, train.y, epoch);
   out.update(testing::outcome(*reloaded, history));
   return out;
+}
+
+// Shards written by one process on a (2, 2) mesh (the test, before the job), loaded by 2
+// workers whose model is placed on a mesh spanning them: the weights the process saved.
+json load_one_process_shards_scenario(ScenarioRun& run) {
+  layers::set_random_seed(8);
+  auto model = mlp();
+  compile_sharded(run, *model, testing::mlp_compile_options(optimizers::SGD({.learning_rate = 0.1})), kMlpLayouts,
+                  Mesh::kSpanning);
+  const auto train = testing::separable_blobs(32, 3);
+  model->fit(train.x, train.y, {.batch_size = 16, .verbose = 0});  // placed on the mesh
+  model->load_weights(testing::scratch_dir() + "/one_process");
+  return testing::outcome(*model, models::History());
 }
 
 // A sharded save that fails on one rank: rank 1 may write no file larger than 64 bytes
@@ -270,6 +287,7 @@ json mesh_errors_scenario(ScenarioRun& /*run*/) {
     {"mesh_errors", mesh_errors_scenario},
     {"spanning_mlp_save_and_reload", save_and_reload_spanning_mlp_scenario},
     {"failed_sharded_save", failed_save_scenario},
+    {"load_one_process_shards", load_one_process_shards_scenario},
     {"sharded_mlp_mismatch", [](ScenarioRun& run) { return fit_sharded_mlp_scenario(run, true); }},
     {"sharded_two_tower", [](ScenarioRun& run) { return fit_sharded_two_tower_scenario(run); }},
     {"sharded_batch_norm", fit_batch_norm_scenario},
@@ -327,6 +345,29 @@ TEST_F(MultiWorkerTest, ACheckpointSavedOnASpanningMeshIsInShardsThatReloadAnywh
     // The model that loaded the shards trained on exactly as the saved one did.
     EXPECT_EQ(result(rank)["weights"], result(rank)["uninterrupted"]);
   }
+}
+
+TEST_F(MultiWorkerTest, ShardsOneProcessWroteOnFourDevicesLoadOnTwoWorkers) {
+  chorus::set_cpu_devices(4);
+  layers::set_random_seed(5);
+  auto model = mlp();
+  distribution::LayoutMap layout_map(distribution::DeviceMesh(
+      {2, 2}, {"batch", "model"}, {Device::cpu(0), Device::cpu(1), Device::cpu(2), Device::cpu(3)}));
+  for (const auto& [key, layout] : kMlpLayouts) layout_map[key] = layout;
+  {
+    auto scope = distribution::ModelParallel(layout_map, "batch").scope();
+    model->compile(testing::mlp_compile_options(optimizers::SGD({.learning_rate = 0.1})));
+  }
+  const auto train = testing::separable_blobs(32, 4);
+  model->fit(train.x, train.y, {.batch_size = 16, .verbose = 0});
+  model->save_weights(dir_ / "one_process");
+  const json saved = testing::variable_values(model->weights());
+  model.reset();
+  chorus::set_cpu_devices(0);
+  ASSERT_TRUE(std::filesystem::exists(dir_ / "one_process" / "model-00001-of-00001.safetensors"));
+  ASSERT_EQ(run_job("load_one_process_shards", 2, /*devices=*/2), (std::vector<int>{0, 0}))
+      << error(0) << "\n" << error(1);
+  for (int rank = 0; rank < 2; ++rank) EXPECT_EQ(result(rank)["weights"], saved) << rank;
 }
 
 TEST_F(MultiWorkerTest, AShardARankCannotWriteFailsEveryRankAndLeavesTheEarlierCheckpoint) {
