@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -49,13 +48,7 @@ MappedSafetensors::~MappedSafetensors() {
 
 std::span<const std::byte> MappedSafetensors::bytes(const TensorEntry& tensor) const {
   const std::span<const std::byte> out(map_ + header_.data_start + tensor.begin, tensor.end - tensor.begin);
-  if (tensor.dtype == kBool) {
-    const auto bad = std::find_if(out.begin(), out.end(), [](std::byte b) { return std::to_integer<int>(b) > 1; });
-    if (bad != out.end()) {
-      throw_error<IOError>("{}: tensor {}: BOOL element {} has byte value {}, expected 0 or 1", path_.string(),
-                           tensor.name, bad - out.begin(), std::to_integer<int>(*bad));
-    }
-  }
+  if (tensor.dtype == kBool) check_bool_bytes(path_, tensor, out);
   return out;
 }
 

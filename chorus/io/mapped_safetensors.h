@@ -23,7 +23,7 @@ class MappedSafetensors {
   const std::filesystem::path& path() const { return path_; }
   const SafetensorsHeader& header() const { return header_; }
   // The bytes of `tensor` (one of header().tensors), row-major; no alignment promised.
-  // A BOOL tensor's bytes are checked (0 or 1) first, an IOError naming it otherwise.
+  // A BOOL tensor's bytes are checked first (check_bool_bytes).
   std::span<const std::byte> bytes(const TensorEntry& tensor) const;
   // Drops the pages of `tensor` from this process's memory (they were only copied out).
   void release(const TensorEntry& tensor) const;

@@ -284,15 +284,6 @@ void check_layout(const fs::path& path, const std::vector<TensorEntry>& entries,
   }
 }
 
-// A byte other than 0 or 1 in a bool tensor would be undefined behaviour to read as bool.
-void check_bools(const fs::path& path, const TensorEntry& entry, const Tensor& tensor) {
-  const auto* bytes = static_cast<const uint8_t*>(tensor.raw_data());
-  const auto* bad = std::find_if(bytes, bytes + tensor.numel(), [](uint8_t b) { return b > 1; });
-  if (bad != bytes + tensor.numel()) {
-    corrupt(path, "tensor {}: BOOL element {} has byte value {}, expected 0 or 1", entry.name, bad - bytes, int{*bad});
-  }
-}
-
 // Reads and checks the header of the file `reader` reads.
 SafetensorsHeader read_header(const fs::path& path, const Reader& reader) {
   const uint64_t file_size = reader.size();
@@ -377,6 +368,14 @@ void save_safetensors(const fs::path& path, const NamedTensors& tensors,
   write_file_atomically(path, safetensors_bytes(path, tensors, metadata));
 }
 
+void check_bool_bytes(const fs::path& path, const TensorEntry& entry, std::span<const std::byte> bytes) {
+  const auto bad = std::find_if(bytes.begin(), bytes.end(), [](std::byte b) { return std::to_integer<int>(b) > 1; });
+  if (bad != bytes.end()) {
+    corrupt(path, "tensor {}: BOOL element {} has byte value {}, expected 0 or 1", entry.name, bad - bytes.begin(),
+            std::to_integer<int>(*bad));
+  }
+}
+
 SafetensorsHeader read_safetensors_header(const fs::path& path) {
   const Reader reader(path);
   return read_header(path, reader);
@@ -390,7 +389,9 @@ SafetensorsContents load_safetensors(const fs::path& path) {
   for (const TensorEntry& entry : header.tensors) {
     Tensor tensor = Tensor::empty(entry.shape, entry.dtype);
     reader.read_at(tensor.raw_data(), entry.end - entry.begin, header.data_start + entry.begin);
-    if (entry.dtype == kBool) check_bools(path, entry, tensor);
+    if (entry.dtype == kBool) {
+      check_bool_bytes(path, entry, {static_cast<const std::byte*>(tensor.raw_data()), tensor.nbytes()});
+    }
     contents.tensors.emplace_back(entry.name, std::move(tensor));
   }
   return contents;

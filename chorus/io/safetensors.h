@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,10 @@ struct SafetensorsHeader {
   uint64_t data_start = 0;  // the data buffer's first byte in the file
 };
 SafetensorsHeader read_safetensors_header(const std::filesystem::path& path);
+
+// A byte other than 0 or 1 in a BOOL tensor would be undefined behaviour to read as bool:
+// throws IOError naming the file, the tensor and the first such element.
+void check_bool_bytes(const std::filesystem::path& path, const TensorEntry& entry, std::span<const std::byte> bytes);
 
 // Reads a whole file. Never executes or trusts anything in it: a truncated file, a
 // header that is not JSON, offsets outside the data or overlapping, an unknown dtype or a
