@@ -95,6 +95,23 @@ Variable::Variable(std::string path, Tensor initial_value, bool trainable)
   impl_->value.impl()->autograd.trainable = trainable;
 }
 
+Variable Variable::filled_like(std::string path, const Variable& like, double value) {
+  const DeviceValues* blocks = like.impl().devices.get();
+  if (blocks == nullptr || blocks->blocks.empty()) {
+    return Variable(std::move(path), full(like.shape(), value, like.stored_dtype()), /*trainable=*/false);
+  }
+  Variable out;
+  out.impl_ = std::make_shared<Impl>(Impl{std::move(path), Tensor(), false, false, nullptr});
+  auto devices = std::make_shared<DeviceValues>();
+  LocalShardScope local;
+  for (const Tensor& block : blocks->values) {
+    devices->values.push_back(sharded_tensor(full(block.shape(), value, block.dtype()), *block.impl()->sharding));
+  }
+  devices->blocks = blocks->blocks;
+  out.impl_->devices = std::move(devices);
+  return out;
+}
+
 std::string Variable::name() const {
   const std::string& p = path();
   const size_t slash = p.rfind('/');
@@ -270,9 +287,19 @@ void Variable::device_values_changed() const {
   impl_->value = Tensor();
 }
 
+// A device thread reads its own value, or the whole value its mesh gathered from every
+// device's block where it gathers the variable on read; the sharded view stays in a
+// LocalShardScope (the update of the device's own block).
+const Tensor& Variable::device_thread_value(MeshContext& mesh) const {
+  const Tensor& mine = impl_->devices->values[static_cast<size_t>(mesh.device())];
+  const Sharding* sharding = mine.impl()->sharding.get();
+  if (sharding == nullptr || sharding_detail::local_view() || !mesh.gathers_on_read(*sharding)) return mine;
+  return mesh.gathered_value(id());
+}
+
 const Tensor& Variable::distributed_value() const {
   DeviceValues& devices = *impl_->devices;
-  if (MeshContext* mesh = MeshContext::current()) return devices.values[static_cast<size_t>(mesh->device())];
+  if (MeshContext* mesh = MeshContext::current()) return device_thread_value(*mesh);
   std::lock_guard lock(devices.mutex);
   if (!devices.whole_current) {
     impl_->value = assemble_whole(path(), devices.values, devices.blocks);

@@ -14,6 +14,10 @@
 #include "chorus/autograd/autocast_scope.h"
 #include "chorus/core/tensor.h"
 
+namespace chorus {
+class MeshContext;
+}  // namespace chorus
+
 namespace chorus::autograd {
 
 // Which rows of a whole value a worker keeps when a variable is split by rows across the
@@ -31,6 +35,12 @@ class Variable {
   // Takes `initial_value` (not copied: the variable owns it from now on).
   Variable(std::string path, Tensor initial_value, bool trainable = true);
 
+  // A variable that is not trainable, of `like`'s shape and stored dtype, every element
+  // `value`: split into blocks on the devices as `like` is where `like` is (an optimizer
+  // slot following a sharded variable, made without ever holding its whole value), whole
+  // elsewhere.
+  static Variable filled_like(std::string path, const Variable& like, double value);
+
   const std::string& path() const { return impl().path; }
   // The last component of the path: "kernel" for "dense_1/kernel".
   std::string name() const;
@@ -43,7 +53,9 @@ class Variable {
 
   // The value as a tensor; ops on it are recorded when the variable is trainable. On a
   // device thread of a model-parallel step: that device's value (a sharded tensor where
-  // the variable is sharded); elsewhere the whole value, gathered from the devices.
+  // the variable is sharded), or, where the mesh gathers the variable on read (fully
+  // sharded data parallelism), the whole value the mesh gathered from the devices' blocks
+  // for the step; elsewhere the whole value, gathered from the devices.
   // Inside an AutocastScope (a layer's call under a mixed precision policy): that value
   // cast to the scope's dtype.
   const Tensor& value() const {
@@ -145,6 +157,7 @@ class Variable {
     std::optional<RowShard> row_shard;
   };
   const Tensor& distributed_value() const;
+  const Tensor& device_thread_value(MeshContext& mesh) const;
   const Tensor& distributed_shape_source() const;
   const Shape& distributed_shape() const;
   const Impl& impl() const {

@@ -11,7 +11,6 @@
 #include "chorus/core/tensor.h"
 
 namespace chorus {
-
 // A block of a global tensor: the global tensor split into equal blocks along `dim`, one
 // per position along mesh axis `axis`; this one is the block of the holder's position.
 // The block's own shape is TensorImpl::shape, the whole tensor's `global_shape`.
@@ -41,6 +40,16 @@ class MeshContext {
   virtual void all_reduce(const Tensor& tensor, int axis) = 0;
   // `output` holds axis_size(axis) blocks of input.numel(): position p's input at block p.
   virtual void all_gather(const Tensor& input, const Tensor& output, int axis) = 0;
+  // `input` holds axis_size(axis) blocks of output.numel(); `output` becomes block
+  // axis_index(axis) of the sum of every participant's input.
+  virtual void reduce_scatter(const Tensor& input, const Tensor& output, int axis) = 0;
+  // Whether a variable's block laid out by `sharding` is gathered whole whenever a step
+  // reads it (fully sharded data parallelism: blocks over the batch axis, along which the
+  // devices compute on different rows, so no op rule can use the blocks as they are).
+  virtual bool gathers_on_read(const Sharding& sharding) const = 0;
+  // The whole value for this step of such a variable (of Variable::id() `variable`),
+  // gathered from the devices' blocks.
+  virtual const Tensor& gathered_value(const void* variable) = 0;
   // A layer's output laid out as the distribution asks for "<layer path>/output" (Keras's
   // output layouts): `output` itself where nothing is asked.
   virtual Tensor lay_out_output(const std::string& layer_path, const Tensor& output) = 0;

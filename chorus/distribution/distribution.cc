@@ -143,11 +143,19 @@ DeviceMesh data_mesh(std::vector<Device> devices) {
 }
 }  // namespace
 
-DataParallel::DataParallel(std::vector<Device> devices) : Distribution(data_mesh(std::move(devices))) {
+bool splits_fully(const autograd::Variable& variable, int64_t positions) {
+  const Shape& shape = variable.shape();
+  return positions > 1 && variable.trainable() && is_floating(variable.stored_dtype()) && shape.rank() > 0 &&
+         shape[0] % positions == 0;
+}
+
+DataParallel::DataParallel(std::vector<Device> devices, DataParallelOptions options)
+    : Distribution(data_mesh(std::move(devices))), options_(options) {
   check_worker_order();
 }
 
-DataParallel::DataParallel(DeviceMesh device_mesh) : Distribution(std::move(device_mesh)) {
+DataParallel::DataParallel(DeviceMesh device_mesh, DataParallelOptions options)
+    : Distribution(std::move(device_mesh)), options_(options) {
   if (this->device_mesh().shape().size() != 1) {
     throw_error<ValueError>("DataParallel: expected a 1-D device mesh, got one with {} dimensions",
                             this->device_mesh().shape().size());
@@ -182,8 +190,9 @@ TensorLayout DataParallel::get_data_layout(const Shape& data_shape) const {
 }
 
 TensorLayout DataParallel::get_variable_layout(const autograd::Variable& variable) const {
-  return TensorLayout(std::vector<std::optional<std::string>>(static_cast<size_t>(variable.shape().rank())),
-                      device_mesh());
+  std::vector<std::optional<std::string>> axes(static_cast<size_t>(variable.shape().rank()));
+  if (options_.shard == Shard::kFull && splits_fully(variable, device_mesh().shape()[0])) axes[0] = batch_dim_name();
+  return TensorLayout(std::move(axes), device_mesh());
 }
 
 std::shared_ptr<Distribution> distribution() {

@@ -115,6 +115,23 @@ class Distribution {
   std::shared_ptr<Runtime> runtime_;
 };
 
+// What data parallelism splits over the batch axis besides the batch, as ZeRO's stages and
+// PyTorch FSDP's sharding strategies do: nothing (each device holds all the training
+// state); the optimizer state (ZeRO-1: each device updates its rows of every variable,
+// then the rows are gathered); that and the gradients (ZeRO-2: reduced by a
+// reduce-scatter, each device keeping its rows' sum); or the parameters too (ZeRO-3,
+// fully sharded data parallelism: each device stores its rows, and a step gathers a
+// variable whole when it reads it). Only trainable floating variables whose first
+// dimension divides over the batch axis are split; the others stay whole.
+enum class Shard : uint8_t { kNone, kOptimizerState, kGradients, kFull };
+
+// Whether Shard::kFull splits `variable` over a batch axis of `positions` devices by rows.
+bool splits_fully(const autograd::Variable& variable, int64_t positions);
+
+struct DataParallelOptions {
+  Shard shard = Shard::kNone;
+};
+
 // Synchronous data parallelism: variables mirrored on every device (on a CPU host the
 // mirrors share one buffer), each batch split along its first axis over a 1-D mesh — and
 // over every worker of the job after distribution::initialize() (Keras's multi-process
@@ -124,11 +141,14 @@ class DataParallel : public Distribution {
  public:
   // All local devices when `devices` is empty. Throws ValueError for a device listed
   // twice, IndexError for one that does not exist.
-  explicit DataParallel(std::vector<Device> devices = {});
+  explicit DataParallel(std::vector<Device> devices = {}, DataParallelOptions options = {});
   // A 1-D mesh (its only axis is the batch axis). Throws ValueError for a mesh of another rank.
-  explicit DataParallel(DeviceMesh device_mesh);
+  explicit DataParallel(DeviceMesh device_mesh, DataParallelOptions options = {});
 
   const std::string& batch_dim_name() const { return device_mesh().axis_names()[0]; }
+  // With a Shard other than kNone, steps run as a ModelParallel of the same mesh with no
+  // layouts and that Shard (distribution::mesh_form).
+  const DataParallelOptions& options() const { return options_; }
 
   TensorLayout get_data_layout(const Shape& data_shape) const override;
   TensorLayout get_variable_layout(const autograd::Variable& variable) const override;
@@ -137,6 +157,8 @@ class DataParallel : public Distribution {
 
  private:
   void check_worker_order() const;
+
+  DataParallelOptions options_;
 };
 
 // Every device of the job (keras.distribution.list_devices, as JAX numbers them): after

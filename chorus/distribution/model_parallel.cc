@@ -45,12 +45,23 @@ TensorLayout ModelParallel::get_data_layout(const Shape& data_shape) const {
 
 TensorLayout ModelParallel::get_variable_layout(const autograd::Variable& variable) const {
   if (std::optional<TensorLayout> layout = layout_map_.get(variable.path())) return *layout;
-  return TensorLayout(std::vector<std::optional<std::string>>(static_cast<size_t>(variable.shape().rank())),
-                      device_mesh());
+  std::vector<std::optional<std::string>> axes(static_cast<size_t>(variable.shape().rank()));
+  if (options_.shard == Shard::kFull &&
+      splits_fully(variable, device_mesh().shape()[static_cast<size_t>(batch_axis_)])) {
+    axes[0] = options_.batch_dim_name;
+  }
+  return TensorLayout(std::move(axes), device_mesh());
 }
 
 VariablePlacement ModelParallel::placement(const autograd::Variable& variable) const {
-  return placement_of(variable.path(), get_variable_layout(variable), variable.shape(), /*output=*/false);
+  const VariablePlacement out =
+      placement_of(variable.path(), get_variable_layout(variable), variable.shape(), /*output=*/false);
+  if (out.axis == batch_axis_ && !variable.trainable()) {
+    throw_error<ValueError>("{}: layout {} shards the variable over the batch axis '{}', but only trainable "
+                            "variables may be (fully sharded data parallelism gathers them for each step)",
+                            variable.path(), layout_string(get_variable_layout(variable)), options_.batch_dim_name);
+  }
+  return out;
 }
 
 std::optional<VariablePlacement> ModelParallel::output_placement(const std::string& layer_path,
@@ -85,15 +96,9 @@ VariablePlacement ModelParallel::placement_of(const std::string& path, const Ten
       throw_error<ValueError>("{}: dimension {} of shape {} does not divide over mesh axis '{}' of size {}", path,
                               dim, shape.to_string(), *name, size);
     }
-    if (axis == batch_axis_) {
-      if (output) {
-        throw_error<ValueError>("{}: layout {} splits dimension {} over the batch axis '{}'; only the first may be",
-                                path, layout_string(layout), dim, *name);
-      }
-      throw_error<ValueError>(
-          "{}: layout {} shards the variable over the batch axis '{}'; variables are replicated over the batch axis "
-          "(their optimizer state can be sharded over it instead)",
-          path, layout_string(layout), *name);
+    if (axis == batch_axis_ && dim != 0) {
+      throw_error<ValueError>("{}: layout {} splits dimension {} over the batch axis '{}'; only the first may be", path,
+                              layout_string(layout), dim, *name);
     }
     if (out.axis) {
       throw_error<ValueError>("{}: layout {} shards more than one dimension; chorus shards a {} along one", path,
@@ -119,6 +124,15 @@ void ModelParallel::check_layout_keys(std::span<const std::string> variable_path
       "LayoutMap: key '{}' matches no variable and no layer output of the model; the nearest variable paths: {} "
       "(ModelParallelOptions::ignore_unmatched_layout_keys ignores such keys, as Keras does)",
       unmatched[0], nearest.empty() ? "none (the model has no variables)" : nearest);
+}
+
+std::shared_ptr<const ModelParallel> mesh_form(const std::shared_ptr<const Distribution>& distribution) {
+  if (auto model_parallel = std::dynamic_pointer_cast<const ModelParallel>(distribution)) return model_parallel;
+  const auto* data_parallel = dynamic_cast<const DataParallel*>(distribution.get());
+  if (data_parallel == nullptr || data_parallel->options().shard == Shard::kNone) return nullptr;
+  return std::make_shared<ModelParallel>(LayoutMap(data_parallel->device_mesh()),
+                                         ModelParallelOptions{.batch_dim_name = data_parallel->batch_dim_name(),
+                                                              .shard = data_parallel->options().shard});
 }
 
 int ModelParallel::num_replicas() const {

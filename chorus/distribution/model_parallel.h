@@ -32,10 +32,12 @@ struct ModelParallelOptions {
   std::string batch_dim_name;
   // Keras's option for multi-worker input, kept for its config.
   bool auto_shard_dataset = true;
-  // ZeRO stage 1: the optimizer state of a variable that is replicated over the batch axis
-  // is split over it by rows too; each device updates its rows, then the rows are
-  // gathered. A variable whose first dimension does not divide keeps whole state.
-  bool shard_optimizer_state = false;
+  // What the batch axis splits of the variables the LayoutMap leaves replicated over it
+  // (Shard's ZeRO stages): kFull lays each out as ("batch", None, ...) where
+  // splits_fully(); with kOptimizerState or kGradients, and for the variables kFull leaves
+  // whole, their optimizer state is split over it by rows where the first dimension
+  // divides. A layout may also name the batch axis for a variable's first dimension itself.
+  Shard shard = Shard::kNone;
   // Keras's behaviour: a LayoutMap key that matches no variable and no layer output is
   // ignored. chorus refuses one by default, since a renamed layer would otherwise stay
   // replicated until it runs out of memory.
@@ -62,8 +64,9 @@ class ModelParallel : public Distribution {
   // errors come before the first step). Throws ValueError naming the variable for a layout
   // of another rank, an axis the mesh lacks, a dimension that does not divide over its
   // axis ("d1/kernel: dimension 1 of shape (784, 250) does not divide over mesh axis
-  // 'model' of size 4"), and for what chorus does not do yet: a variable sharded along
-  // more than one dimension, or over the batch axis.
+  // 'model' of size 4"), a batch-axis layout of any dimension but the first or of a
+  // variable that is not trainable, and for what chorus does not do yet: a variable
+  // sharded along more than one dimension.
   VariablePlacement placement(const autograd::Variable& variable) const;
   // The placement the LayoutMap asks for a layer's output (key "<layer path>/output"), or
   // nullopt for none. The batch axis may name the first dimension (the batch is split along
@@ -88,5 +91,10 @@ class ModelParallel : public Distribution {
   ModelParallelOptions options_;
   int batch_axis_ = 0;
 };
+
+// The ModelParallel a distribution's steps run as: a ModelParallel itself; a DataParallel
+// with a Shard as one over its mesh with no layouts and that Shard; nullptr for plain
+// data parallelism or none. Each call makes a DataParallel's anew.
+std::shared_ptr<const ModelParallel> mesh_form(const std::shared_ptr<const Distribution>& distribution);
 
 }  // namespace chorus::distribution

@@ -18,6 +18,7 @@
 #include "chorus/cluster/worker_group.h"
 #include "chorus/core/creation.h"
 #include "chorus/core/error.h"
+#include "chorus/core/storage.h"
 #include "chorus/distribution/distribution.h"
 #include "chorus/distribution/model_parallel.h"
 #include "chorus/models/model.h"
@@ -127,7 +128,7 @@ replicas::StepRunner* DistributedSteps::step_runner() {
   const std::shared_ptr<distribution::Distribution> dist =
       model_.compiled() ? model_.distribution() : distribution::distribution();
   if (!dist) return nullptr;
-  if (auto model_parallel = std::dynamic_pointer_cast<const distribution::ModelParallel>(dist)) {
+  if (auto model_parallel = distribution::mesh_form(dist)) {
     if (dist->device_mesh().devices().size() <= 1) return nullptr;
     if (!runner_) runner_ = std::make_unique<replicas::MeshRunner>(model_parallel);
     return runner_.get();
@@ -140,22 +141,26 @@ replicas::StepRunner* DistributedSteps::step_runner() {
 void DistributedSteps::place_on_mesh(replicas::MeshRunner& runner, const Tree& batch) {
   if (placed_on_mesh_) return;
   model_.build_on_first_row(batch);
-  const auto& dist = dynamic_cast<const distribution::ModelParallel&>(*model_.distribution());
+  const distribution::ModelParallel& dist = runner.distribution();
   check_layout_keys(dist, model_);
   std::vector<std::pair<Variable, distribution::VariablePlacement>> placements;
   // Every layout is checked before any variable moves.
   for (const Variable& v : model_.weights()) placements.emplace_back(v, dist.placement(v));
+  for (const auto& [v, p] : placements) runner.place(v, p);
+  // The whole values are gone from the devices: back to the system before the slots are
+  // made, which follow their variables' blocks where those are split.
+  release_cached_host_memory();
   if (model_.compiled()) {
     model_.optimizer().build(model_.trainable_weights());
-    // A slot follows its variable's layout; with shard_optimizer_state, a replicated
-    // variable's slots are split over the batch axis.
+    // A slot follows its variable's layout; with a Shard, a replicated variable's slots are
+    // split over the batch axis (ZeRO-1 and 2; a variable Shard::kFull could not split).
     const int batch = dist.batch_axis();
     const int64_t batch_size = dist.device_mesh().shape()[static_cast<size_t>(batch)];
     const size_t model_variables = placements.size();
     for (size_t k = 0; k < model_variables; ++k) {
       const auto [v, p] = placements[k];
       distribution::VariablePlacement placement = p;
-      if (!p.axis && dist.options().shard_optimizer_state && batch_size > 1 && v.shape().rank() > 0 &&
+      if (!p.axis && dist.options().shard != distribution::Shard::kNone && batch_size > 1 && v.shape().rank() > 0 &&
           v.shape()[0] % batch_size == 0 && !model_.optimizer().slots_of(v).empty()) {
         placement = distribution::VariablePlacement{batch, 0};
         runner.update_by_rows(v);
@@ -163,8 +168,8 @@ void DistributedSteps::place_on_mesh(replicas::MeshRunner& runner, const Tree& b
       for (const Variable& slot : model_.optimizer().slots_of(v)) placements.emplace_back(slot, placement);
     }
     placements.emplace_back(model_.optimizer().variables()[0], distribution::VariablePlacement{});  // iterations
+    for (size_t k = model_variables; k < placements.size(); ++k) runner.place(placements[k].first, placements[k].second);
   }
-  for (const auto& [v, p] : placements) runner.place(v, p);
   placed_on_mesh_ = true;
   check_device_memory(model_);
   memory_checked_ = true;
@@ -196,7 +201,8 @@ void DistributedSteps::sync_workers(const Tree& batch, int64_t global_rows) {
   if (!model_.built()) model_.build_on_first_row(batch);
   std::vector<Variable> variables = model_.weights();
   std::vector<std::string> signature = training_signature(model_, global_rows);
-  if (const auto* mesh = dynamic_cast<const distribution::ModelParallel*>(model_.distribution().get())) {
+  if (auto* mesh_runner = dynamic_cast<replicas::MeshRunner*>(runner_.get())) {
+    const distribution::ModelParallel* mesh = &mesh_runner->distribution();
     check_layout_keys(*mesh, model_);  // before the workers' first collective
     std::string devices;
     for (const Device& d : mesh->device_mesh().devices()) devices += (devices.empty() ? "" : ", ") + d.to_string();
@@ -220,7 +226,7 @@ void DistributedSteps::sync_workers(const Tree& batch, int64_t global_rows) {
   cluster::check_same_signature(group->store(), group->cluster(), signature, "model");
   broadcast_from_chief(variables, group->communicator());
   // Whole until now, so rank 0's initial tables are every worker's; then each keeps its rows.
-  if (dynamic_cast<const distribution::ModelParallel*>(model_.distribution().get()) == nullptr) {
+  if (dynamic_cast<replicas::MeshRunner*>(runner_.get()) == nullptr) {
     split_tables_across_workers(*group);
   }
   workers_synced_ = true;

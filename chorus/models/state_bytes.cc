@@ -44,7 +44,7 @@ StateBytes state_bytes(const Model& model) {
 std::optional<DeviceStatePlan> device_state_plan(const Model& model) {
   const std::shared_ptr<distribution::Distribution>& dist = model.distribution();
   if (dist == nullptr || dist->device_mesh().devices().size() < 2) return std::nullopt;
-  const auto* mesh = dynamic_cast<const distribution::ModelParallel*>(dist.get());
+  const std::shared_ptr<const distribution::ModelParallel> mesh = distribution::mesh_form(dist);
   const auto bytes = [](const Variable& v, const Shape& shape) {
     return shape.numel() * static_cast<int64_t>(dtype_size(v.dtype()));
   };
@@ -62,11 +62,15 @@ std::optional<DeviceStatePlan> device_state_plan(const Model& model) {
     if (!v.trainable()) continue;
     plan.one_device.gradients += whole, plan.largest_device.gradients += held;
     if (!optimizer) continue;
-    // A slot follows its variable, or (ZeRO-1) a replicated variable's rows split over the batch axis.
+    // A slot follows its variable, or (ZeRO-1 and 2) a replicated variable's rows split over
+    // the batch axis; ZeRO-2 keeps only those rows' gradients after the reduction.
     std::optional<int> slot_axis = axis;
-    if (!axis && mesh != nullptr && mesh->options().shard_optimizer_state && v.shape().rank() > 0 &&
-        v.shape()[0] % split(mesh->batch_axis()) == 0) {
+    if (!axis && mesh != nullptr && mesh->options().shard != distribution::Shard::kNone && v.shape().rank() > 0 &&
+        v.shape()[0] % split(mesh->batch_axis()) == 0 && !model.optimizer().slots_of(v).empty()) {
       slot_axis = mesh->batch_axis();
+      if (mesh->options().shard != distribution::Shard::kOptimizerState) {
+        plan.largest_device.gradients -= held - held / split(slot_axis);
+      }
     }
     for (const Variable& slot : model.optimizer().slots_of(v)) {
       slots.insert(slot.id());

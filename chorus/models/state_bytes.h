@@ -41,7 +41,8 @@ struct DeviceStatePlan {
 // What each device of the model's distribution holds once the state is placed, from the
 // layouts alone, so before the first step too (Model::summary prints it): a variable
 // split over a mesh axis of size n holds 1/n on each device, and with
-// shard_optimizer_state a replicated variable's slots 1/batch-size. The optimizer's part
+// Shard::kOptimizerState a replicated variable's slots 1/batch-size (kGradients: its reduced
+// gradient too; kFull: the variable as well, where it splits). The optimizer's part
 // once it is built. nullopt without a distribution of several devices. Throws ValueError
 // as ModelParallel::placement does for a layout that cannot apply.
 std::optional<DeviceStatePlan> device_state_plan(const Model& model);

@@ -124,8 +124,7 @@ void Optimizer::build(std::span<const Variable> variables) {
 
 Variable Optimizer::add_slot(const Variable& variable, const std::string& slot, double initial_value) {
   assert(!slots_.empty() && "add_slot is only called from build_slots");
-  Variable v("optimizer/" + variable.path() + "/" + slot, full(variable.shape(), initial_value, variable.dtype()),
-             /*trainable=*/false);
+  Variable v = Variable::filled_like("optimizer/" + variable.path() + "/" + slot, variable, initial_value);
   if (variable.row_shard()) v.set_row_shard(*variable.row_shard());  // the same rows as its variable
   slots_.back().push_back(v);
   all_slots_.push_back(v);

@@ -65,37 +65,63 @@ class MeshRunner::Context final : public step::ReplicaContext, public MeshContex
     return {.ready = [](size_t, const Tensor&) {}, .takes_slices = [](size_t) { return false; }};
   }
 
+  // Each gradient weighted by this device's share of the batch and summed over the batch
+  // axis (and the workers): whole, or only this device's rows where a reduce-scatter can
+  // (a variable split over the batch axis; ZeRO-2's). Then each device updates its own
+  // blocks, and ZeRO's rows are gathered.
   void apply_gradients(std::span<const Tensor> grads, std::span<const autograd::IndexedSlices> sparse,
                        std::span<const autograd::Variable> variables, const Update& update) override {
     LocalShardScope local;
     std::vector<Tensor> reduced(grads.size());
+    std::vector<bool> by_rows(grads.size());  // whether reduced[i] is this device's rows already
     const int batch = runner_.distribution_->batch_axis();
+    const bool scatter = runner_.batch_positions() > 1 && !runner_.batch_continues_across_workers();
     for (size_t i = 0; i < grads.size(); ++i) {
       Tensor grad = grads[i];
       if (!grad.defined() && i < sparse.size() && sparse[i].defined()) grad = sparse[i].to_dense();
       if (!grad.defined()) continue;
       const Tensor& value = variables[i].value();
-      if (value.impl()->sharding != nullptr && grad.impl()->sharding == nullptr && grad.shape() != value.shape()) {
-        const Sharding& layout = *value.impl()->sharding;  // a whole gradient (a step without rows)
-        grad = ops::sharded::shard(grad, layout.axis, layout.dim);
+      const Sharding* layout = value.impl()->sharding.get();
+      const bool gathered = layout != nullptr && gathers_on_read(*layout);
+      if (gathered) release_gathered(variables[i].id());
+      if (layout != nullptr && !gathered && grad.impl()->sharding == nullptr && grad.shape() != value.shape()) {
+        grad = ops::sharded::shard(grad, layout->axis, layout->dim);  // a whole gradient (a step without rows)
       }
       if (runner_.batch_positions() > 1) {  // the same test on every device, rows or not
         grad = grad * scale();
-        all_reduce(grad, batch);
+        by_rows[i] = scatter && (gathered || (runner_.updated_by_rows_.count(variables[i].path()) != 0 &&
+                                              runner_.distribution_->options().shard != distribution::Shard::kOptimizerState));
+        if (by_rows[i]) {
+          grad = own_rows_of_sum(grad, batch);
+        } else {
+          all_reduce(grad, batch);
+        }
       }
       reduced[i] = grad;
     }
     if (runner_.batch_continues_across_workers()) runner_.reduce_across_workers(device_, reduced);
-    // ZeRO: this device's rows of the variables whose state is split over the batch axis.
+    for (size_t i = 0; i < variables.size(); ++i) {
+      const Sharding* layout = variables[i].value().impl()->sharding.get();
+      if (reduced[i].defined() && !by_rows[i] && layout != nullptr && gathers_on_read(*layout)) {
+        reduced[i] = own_rows(reduced[i], batch);
+        by_rows[i] = true;
+      }
+    }
+    update_by_rows(reduced, by_rows, variables, update);
+  }
+
+  // ZeRO: this device's rows of the variables whose state is split over the batch axis,
+  // then the others' rows gathered.
+  void update_by_rows(std::vector<Tensor>& reduced, const std::vector<bool>& by_rows,
+                      std::span<const autograd::Variable> variables, const Update& update) {
+    const int batch = runner_.distribution_->batch_axis();
     std::vector<std::pair<size_t, Tensor>> whole_values;
     for (size_t i = 0; i < variables.size(); ++i) {
       if (!reduced[i].defined() || runner_.updated_by_rows_.count(variables[i].path()) == 0) continue;
       const Tensor whole = variables[i].value();
-      const int64_t rows = whole.dim(0) / axis_size(batch), begin = rows * axis_index(batch);
-      const Sharding by_rows{batch, 0, whole.shape()};
-      variables[i].exchange_device_value(static_cast<size_t>(device_),
-                                         sharded_tensor(whole.first_axis_slice(begin, begin + rows), by_rows));
-      reduced[i] = reduced[i].first_axis_slice(begin, begin + rows);
+      const Sharding rows_layout{batch, 0, whole.shape()};
+      variables[i].exchange_device_value(static_cast<size_t>(device_), sharded_tensor(own_rows(whole, batch), rows_layout));
+      if (!by_rows[i]) reduced[i] = own_rows(reduced[i], batch);
       whole_values.emplace_back(i, whole);
     }
     update(reduced, {}, variables);
@@ -140,6 +166,51 @@ class MeshRunner::Context final : public step::ReplicaContext, public MeshContex
   void all_gather(const Tensor& input, const Tensor& output, int axis) override {
     communicator(axis).all_gather(input, output);
   }
+  void reduce_scatter(const Tensor& input, const Tensor& output, int axis) override {
+    communicator(axis).reduce_scatter(input, output);
+  }
+  bool gathers_on_read(const Sharding& sharding) const override {
+    return sharding.axis == runner_.distribution_->batch_axis();
+  }
+  const Tensor& gathered_value(const void* variable) override {
+    const auto it = gathers_.find(variable);
+    if (it == gathers_.end()) {
+      throw Error("MeshRunner: a variable split over the batch axis was read after its update in the step");
+    }
+    Gather& gather = it->second;
+    if (gather.work) {
+      gather.work->wait();
+      gather.work.reset();
+    }
+    return gather.whole;
+  }
+
+  // Starts gathering every variable split over the batch axis, in one order on every
+  // device (a device without rows too), so the gathers overlap the step's first layers.
+  void start_gathers() {
+    for (const autograd::Variable& v : runner_.placed_) {
+      const Tensor& block = v.device_values()[static_cast<size_t>(device_)];
+      const Sharding* sharding = block.impl()->sharding.get();
+      if (sharding == nullptr || !gathers_on_read(*sharding)) continue;
+      Tensor whole = Tensor::empty(sharding->global_shape, block.dtype());
+      whole.impl()->autograd.trainable = v.trainable();
+      auto work = communicator(sharding->axis).all_gather_async(shard_block(block), whole.view({whole.numel()}));
+      gathers_.emplace(v.id(), Gather{std::move(whole), std::move(work)});
+    }
+  }
+  // Waits for the gathers the step did not read and frees the whole values; after a
+  // failed step, whatever their outcome.
+  void finish_gathers(bool failed) {
+    for (auto& [variable, gather] : gathers_) {
+      if (!gather.work) continue;
+      try {
+        gather.work->wait();
+      } catch (const Error&) {
+        if (!failed) throw;
+      }
+    }
+    gathers_.clear();
+  }
   Tensor lay_out_output(const std::string& layer_path, const Tensor& output) override {
     auto it = output_placements_.find(layer_path);
     if (it == output_placements_.end()) {
@@ -160,12 +231,39 @@ class MeshRunner::Context final : public step::ReplicaContext, public MeshContex
   comm::Communicator& communicator(int axis) const {
     return *runner_.comms_[static_cast<size_t>(axis)][static_cast<size_t>(device_)];
   }
+  // This device's rows of `whole` split over `axis` by its first dimension (a view).
+  Tensor own_rows(const Tensor& whole, int axis) const {
+    const int64_t rows = whole.dim(0) / axis_size(axis), begin = rows * axis_index(axis);
+    return whole.first_axis_slice(begin, begin + rows);
+  }
+  // own_rows() of the sum over `axis` of every device's `whole`.
+  Tensor own_rows_of_sum(const Tensor& whole, int axis) {
+    Shape shape = whole.shape();
+    shape[0] /= axis_size(axis);
+    Tensor rows = Tensor::empty(shape, whole.dtype());
+    reduce_scatter(whole, rows, axis);
+    return rows;
+  }
   float scale() const {
     return global_rows() > 0 ? static_cast<float>(static_cast<double>(local_rows()) / global_rows()) : 0.0F;
   }
 
+  // Frees a gathered whole value once the step's gradients are computed.
+  void release_gathered(const void* variable) {
+    const auto it = gathers_.find(variable);
+    if (it == gathers_.end()) return;
+    if (it->second.work) it->second.work->wait();
+    gathers_.erase(it);
+  }
+
+  struct Gather {
+    Tensor whole;
+    std::unique_ptr<comm::Work> work;  // null once complete
+  };
+
   MeshRunner& runner_;
   int device_;
+  std::unordered_map<const void*, Gather> gathers_;  // by Variable::id(), for the step
   uint64_t step_id_ = 0;
   std::unordered_map<const void*, uint64_t> calls_;
   // Each layer's output placement by layer path, looked up once (nullopt: none asked).
@@ -289,6 +387,14 @@ bool MeshRunner::reports(int replica) const {
 }
 
 void MeshRunner::place(const autograd::Variable& variable, const distribution::VariablePlacement& placement) {
+  if (variable.distributed()) {  // an optimizer slot made on its variable's blocks
+    const Sharding* held = variable.device_values()[0].impl()->sharding.get();
+    if (held != nullptr && placement.axis == held->axis && placement.dim == held->dim) {
+      placed_.push_back(variable);
+      return;
+    }
+    variable.gather_device_values();
+  }
   const Tensor whole = variable.value();
   std::vector<Tensor> values;
   std::vector<int> blocks;
@@ -367,11 +473,14 @@ int MeshRunner::run(int64_t global_rows, std::optional<int64_t> own_rows, bool /
       context.begin_step(step_id, begin, end, global_rows);
       MeshContextScope mesh(&context);
       try {
+        context.start_gathers();
         step(context, begin, end);
+        context.finish_gathers(/*failed=*/false);
       } catch (...) {  // the other devices may be waiting in a collective along any axis
         for (auto& axis : comms_) {
           for (auto& comm : axis) comm->abort("device " + std::to_string(device) + " of the mesh failed");
         }
+        context.finish_gathers(/*failed=*/true);
         throw;
       }
     });

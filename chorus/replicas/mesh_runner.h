@@ -30,6 +30,7 @@ class MeshRunner : public StepRunner {
   explicit MeshRunner(std::shared_ptr<const distribution::ModelParallel> distribution);
   ~MeshRunner() override;
 
+  const distribution::ModelParallel& distribution() const { return *distribution_; }
   int num_replicas() const override { return pool_->size(); }
   cluster::WorkerGroup* workers() const override { return workers_.get(); }
   std::vector<int> slice_workers() const override;

@@ -82,7 +82,7 @@ BackupFitRun train_with_backups(const BackupRunOptions& options) {
     distribution::LayoutMap layouts(
         distribution::DeviceMesh({2, 1}, {"batch", "model"}, {Device::cpu(0), Device::cpu(1)}));
     distribution::set_distribution(std::make_shared<distribution::ModelParallel>(
-        layouts, distribution::ModelParallelOptions{.shard_optimizer_state = true}));
+        layouts, distribution::ModelParallelOptions{.shard = distribution::Shard::kOptimizerState}));
   }
   Tensor x = layers::Input({4});
   Tensor h = layers::Dense(options.hidden, {.activation = "relu"})(x);

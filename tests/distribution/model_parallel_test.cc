@@ -14,6 +14,7 @@
 #include "chorus/chorus.h"
 #include "chorus/core/sharding.h"
 #include "tests/distribute/two_tower_util.h"
+#include "tests/distribution/mesh_models.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
@@ -22,7 +23,7 @@ namespace chorus {
 namespace {
 
 using namespace testing::test_names;
-namespace dist = chorus::distribution;
+using namespace testing;  // the mesh models
 
 class ModelParallelTest : public testing::TempDirTest {
  protected:
@@ -37,75 +38,6 @@ class ModelParallelTest : public testing::TempDirTest {
     TempDirTest::TearDown();
   }
 };
-
-std::vector<Device> mesh_devices(int n) {
-  std::vector<Device> out;
-  for (int i = 0; i < n; ++i) out.push_back(Device::cpu(i));
-  return out;
-}
-
-dist::DeviceMesh mesh(int64_t batch, int64_t model) {
-  return dist::DeviceMesh({batch, model}, {"batch", "model"}, mesh_devices(static_cast<int>(batch * model)));
-}
-
-// Megatron's MLP block: `first`'s kernel split by columns, `second`'s by rows (one
-// all-reduce); the other layer replicated. With d2 and d3 the block's input comes from a
-// replicated layer, whose gradient then is the all-reduce of the devices' partial ones.
-dist::LayoutMap megatron_layouts(const dist::DeviceMesh& device_mesh, const std::string& first = "d1",
-                                 const std::string& second = "d2") {
-  dist::LayoutMap layout_map(device_mesh);
-  layout_map[first + "/kernel"] = {std::nullopt, "model"};
-  layout_map[first + "/bias"] = {"model"};
-  layout_map[second + "/kernel"] = {"model", std::nullopt};
-  return layout_map;
-}
-
-// `batch_norm`: with BatchNormalization after d1 (each batch position normalises by its own
-// rows' statistics, as data-parallel replicas do).
-std::unique_ptr<models::Model> three_layer_mlp(int64_t inputs = 16, int64_t hidden = 32, bool batch_norm = false) {
-  Tensor x = layers::Input({inputs});
-  Tensor h = layers::Dense(hidden, {.activation = "relu", .name = "d1"})(x);
-  if (batch_norm) h = layers::BatchNormalization()(h);
-  h = layers::Dense(8, {.activation = "tanh", .name = "d2"})(h);
-  return std::make_unique<models::Model>(x, layers::Dense(3, {.name = "d3"})(h));
-}
-
-struct LabelledRows {
-  Tensor x, y;
-};
-
-LabelledRows labelled_rows(int64_t n, int64_t features = 16) {
-  Generator gen(3);
-  Tensor x = uniform(Shape{n, features}, gen, -1, 1);
-  Tensor y = Tensor::empty(Shape{n}, kInt32);
-  for (int64_t i = 0; i < n; ++i) {
-    int best = 0;
-    for (int c = 1; c < 3; ++c) best = x.data<float>()[i * features + c] > x.data<float>()[i * features + best] ? c : best;
-    y.data<int32_t>()[i] = best;
-  }
-  return {x, y};
-}
-
-struct MeshRun {
-  std::unique_ptr<models::Model> model;
-  models::History history;
-};
-
-// 2 epochs over 70 rows in batches of 16 (the last has 6): 10 steps.
-MeshRun train_three_layer_mlp(std::shared_ptr<dist::Distribution> distribution,
-                              Shared<optimizers::Optimizer> optimizer = "adam", bool batch_norm = false,
-                              int64_t batch_size = 16) {
-  layers::set_random_seed(5);
-  dist::set_distribution(std::move(distribution));
-  MeshRun run{three_layer_mlp(16, 32, batch_norm), {}};
-  run.model->compile({.optimizer = std::move(optimizer),
-                      .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
-                      .metrics = {"sparse_categorical_accuracy"}});
-  dist::set_distribution(nullptr);
-  const LabelledRows data = labelled_rows(70);
-  run.history = run.model->fit(data.x, data.y, {.epochs = 2, .batch_size = batch_size, .verbose = 0, .shuffle = false});
-  return run;
-}
 
 TEST_F(ModelParallelTest, MegatronMlpMatchesOneDevice) {
   const MeshRun reference = train_three_layer_mlp(nullptr);
@@ -140,7 +72,7 @@ TEST_F(ModelParallelTest, ClippedNormsAddUpOverTheShards) {
     const MeshRun reference = train_three_layer_mlp(nullptr, clipping(global));
     const auto layouts = megatron_layouts(mesh(2, 2), "d2", "d3");
     const MeshRun run = train_three_layer_mlp(
-        std::make_shared<dist::ModelParallel>(layouts, dist::ModelParallelOptions{.shard_optimizer_state = true}),
+        std::make_shared<dist::ModelParallel>(layouts, dist::ModelParallelOptions{.shard = dist::Shard::kOptimizerState}),
         clipping(global));
     EXPECT_LE(testing::max_relative_difference(run.model->weights(), reference.model->weights()), 1e-5);
   }
@@ -238,14 +170,14 @@ TEST_F(ModelParallelTest, SummaryPrintsEachDevicesShareOfTheState) {
   EXPECT_THAT(summary.str(), HasSubstr(" On one device alone: parameters 3.26 KB, gradients 3.26 KB, "));
   // ZeRO-1 on (2, 2) also halves the slots of the replicated d2 bias (8) and d3 kernel (24),
   // whose first dimensions divide by the batch axis's 2; d3's bias (3) stays whole.
-  const auto zero_plan = [](bool shard) {
+  const auto zero_plan = [](dist::Shard shard) {
     auto trained = train_three_layer_mlp(std::make_shared<dist::ModelParallel>(
-        megatron_layouts(mesh(2, 2)), dist::ModelParallelOptions{.shard_optimizer_state = shard}));
+        megatron_layouts(mesh(2, 2)), dist::ModelParallelOptions{.shard = shard}));
     const models::DeviceStatePlan p = *models::device_state_plan(*trained.model);
     EXPECT_EQ(models::state_bytes(*trained.model).largest(), p.largest_device.parameters + p.largest_device.optimizer);
     return p.largest_device.optimizer;
   };
-  EXPECT_EQ(zero_plan(false) - zero_plan(true), 2 * (8 + 24) / 2 * 4);
+  EXPECT_EQ(zero_plan(dist::Shard::kNone) - zero_plan(dist::Shard::kOptimizerState), 2 * (8 + 24) / 2 * 4);
   // Data parallelism keeps everything on every device; one device prints no such lines.
   const MeshRun replicas = train_three_layer_mlp(std::make_shared<dist::DataParallel>(mesh_devices(2)));
   const models::DeviceStatePlan data_plan = *models::device_state_plan(*replicas.model);
@@ -260,7 +192,7 @@ TEST_F(ModelParallelTest, OptimizerStateSplitOverTheBatchAxisMatchesOneDevice) {
   const auto layouts = megatron_layouts(mesh(2, 2), "d2", "d3");
   const MeshRun whole_state = train_three_layer_mlp(std::make_shared<dist::ModelParallel>(layouts));
   const MeshRun split_state = train_three_layer_mlp(
-      std::make_shared<dist::ModelParallel>(layouts, dist::ModelParallelOptions{.shard_optimizer_state = true}));
+      std::make_shared<dist::ModelParallel>(layouts, dist::ModelParallelOptions{.shard = dist::Shard::kOptimizerState}));
   EXPECT_LE(testing::max_relative_difference(split_state.model->weights(), reference.model->weights()), 1e-5);
   // d1's kernel (16, 32) and bias (32,) keep half their two Adam slots on each device;
   // d3's bias (3,) does not divide over 2 and keeps whole ones.
@@ -291,12 +223,6 @@ TEST_F(ModelParallelTest, WeightsSavedUnderAMeshLoadOnOneDevice) {
   auto restored = three_layer_mlp();
   restored->load_weights(path);
   EXPECT_EQ(testing::max_relative_difference(restored->weights(), run.model->weights()), 0.0);
-}
-
-// Trains `model` `epochs` epochs more on the same 80 rows (5 batches of 16, unshuffled).
-void continue_training(models::Model& model, int epochs) {
-  const LabelledRows data = labelled_rows(80);
-  model.fit(data.x, data.y, {.epochs = epochs, .batch_size = 16, .verbose = 0, .shuffle = false});
 }
 
 TEST_F(ModelParallelTest, CheckpointsRestoreOnAnyLayout) {
@@ -396,39 +322,6 @@ TEST_F(ModelParallelTest, TwoTowerWithShardedTablesMatchesOneDevice) {
   }
 }
 
-// Two Transformer encoder layers, Megatron-style: attention heads split over the model
-// axis (query, key and value kernels by heads, the output projection by its heads rows:
-// one all-reduce), the feedforward block by columns then rows (one all-reduce).
-dist::LayoutMap transformer_layouts(const dist::DeviceMesh& device_mesh) {
-  dist::LayoutMap layouts(device_mesh);
-  layouts[".*/(query|key|value)/kernel"] = {std::nullopt, "model", std::nullopt};
-  layouts[".*/(query|key|value)/bias"] = {"model", std::nullopt};
-  layouts[".*/attention_output/kernel"] = {"model", std::nullopt, std::nullopt};
-  layouts[".*/feedforward_intermediate_dense/kernel"] = {std::nullopt, "model"};
-  layouts[".*/feedforward_intermediate_dense/bias"] = {"model"};
-  layouts[".*/feedforward_output_dense/kernel"] = {"model", std::nullopt};
-  return layouts;
-}
-
-std::unique_ptr<models::Model> train_transformer(std::shared_ptr<dist::Distribution> distribution) {
-  layers::set_random_seed(9);
-  dist::set_distribution(std::move(distribution));
-  Tensor x = layers::Input({6, 16});
-  Tensor h = layers::TransformerEncoder(32, 4)(x);
-  h = layers::TransformerEncoder(32, 4)(h);
-  auto model = std::make_unique<models::Model>(x, layers::Dense(4, {.name = "head"})(h));
-  // SGD, not Adam: the key projection's bias has a gradient of zero up to rounding (softmax
-  // ignores a constant added to a row of scores), which Adam would turn into full steps
-  // in directions that depend on summation order.
-  model->compile({.optimizer = optimizers::SGD({.learning_rate = 0.02}), .loss = "mse"});
-  dist::set_distribution(nullptr);
-  Generator gen(4);
-  // 20 steps: 80 sequences in batches of 8, 2 epochs.
-  model->fit(uniform(Shape{80, 6, 16}, gen, -1, 1), uniform(Shape{80, 6, 4}, gen, -1, 1),
-             {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
-  return model;
-}
-
 TEST_F(ModelParallelTest, TransformerWithHeadsSplitMatchesOneDevice) {
   auto reference = train_transformer(nullptr);
   for (auto [batch, model] : {std::pair{1, 2}, {1, 4}, {2, 2}}) {
@@ -497,10 +390,9 @@ TEST_F(ModelParallelTest, LayoutErrorsComeBeforeTheFirstStep) {
   two["d1/.*"] = {};
   expect_layout_error(two, "LayoutMap: 'd1/kernel' matches more than one key: '.*/kernel' and 'd1/.*'; each path may match one");
   dist::LayoutMap batch(device_mesh);
-  batch["d2/kernel"] = {"batch", std::nullopt};
-  expect_layout_error(batch,
-                   "d2/kernel: layout ('batch', None) shards the variable over the batch axis 'batch'; variables are "
-                   "replicated over the batch axis (their optimizer state can be sharded over it instead)");
+  batch["d2/kernel"] = {std::nullopt, "batch"};
+  expect_layout_error(batch, "d2/kernel: layout (None, 'batch') splits dimension 1 over the batch axis 'batch'; only "
+                             "the first may be");
 }
 
 TEST_F(ModelParallelTest, ALayoutKeyThatMatchesNothingIsNamedWithTheNearestPaths) {

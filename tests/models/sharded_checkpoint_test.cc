@@ -15,6 +15,7 @@
 
 #include "chorus/chorus.h"
 #include "chorus/io/atomic_file.h"
+#include "chorus/models/object_paths.h"
 #include "tests/testing/logical_devices.h"
 #include "tests/testing/test_names.h"
 
@@ -41,7 +42,7 @@ class ShardedCheckpointTest : public testing::LogicalDevicesTest<4> {
   fs::path dir_;
 };
 
-std::unique_ptr<Model> mlp(uint64_t seed = 5) {
+std::unique_ptr<Model> seeded_mlp(uint64_t seed = 5) {
   layers::set_random_seed(seed);
   Tensor x = layers::Input({16});
   Tensor h = layers::Dense(32, {.activation = "relu", .name = "d1"})(x);
@@ -59,7 +60,7 @@ std::shared_ptr<dist::Distribution> model_parallel(int64_t batch, int64_t model)
   layout_map["d1/bias"] = {"model"};
   layout_map["d2/kernel"] = {"model", std::nullopt};
   return std::make_shared<dist::ModelParallel>(
-      layout_map, dist::ModelParallelOptions{.batch_dim_name = "batch", .shard_optimizer_state = true});
+      layout_map, dist::ModelParallelOptions{.batch_dim_name = "batch", .shard = dist::Shard::kOptimizerState});
 }
 
 // Compiles `model` with Adam under `distribution` (nullptr: one device).
@@ -128,7 +129,7 @@ json expected_reading(const std::vector<autograd::Variable>& variables, const st
 }
 
 TEST_F(ShardedCheckpointTest, ASplitModelSavesShardsThatPythonReadsAsItsWholeWeights) {
-  auto model = mlp();
+  auto model = seeded_mlp();
   compile(*model, model_parallel(2, 2));
   fit(*model, batches(32, 1));
   model->save(dir_ / "saved");
@@ -147,7 +148,7 @@ TEST_F(ShardedCheckpointTest, ASplitModelSavesShardsThatPythonReadsAsItsWholeWei
 }
 
 TEST_F(ShardedCheckpointTest, ShardsReloadOnOneDeviceAndOnAnotherMeshAndTrainOnAsTheUninterruptedModel) {
-  auto model = mlp();
+  auto model = seeded_mlp();
   compile(*model, model_parallel(2, 2));
   fit(*model, batches(32, 1));
   model->save(dir_ / "saved");
@@ -159,7 +160,7 @@ TEST_F(ShardedCheckpointTest, ShardsReloadOnOneDeviceAndOnAnotherMeshAndTrainOnA
   fit(*on_one_device, batches(80, 2));
   EXPECT_LE(max_relative_difference(on_one_device->weights(), model->weights()), 1e-5);
 
-  auto on_another_mesh = mlp(9);  // other initial weights: the load replaces them
+  auto on_another_mesh = seeded_mlp(9);  // other initial weights: the load replaces them
   compile(*on_another_mesh, model_parallel(1, 2));
   fit(*on_another_mesh, batches(8, 3));  // placed on the mesh before the load
   on_another_mesh->load_weights(dir_ / "saved");
@@ -172,12 +173,12 @@ TEST_F(ShardedCheckpointTest, ShardsReloadOnOneDeviceAndOnAnotherMeshAndTrainOnA
 }
 
 TEST_F(ShardedCheckpointTest, PlacedVariablesReadTheWholeFileFormatBlockByBlock) {
-  auto one = mlp();
+  auto one = seeded_mlp();
   compile(*one, nullptr);
   fit(*one, batches(16, 4));
   one->save(dir_ / "whole");  // nothing split: one file per set, as before shards
   ASSERT_TRUE(fs::exists(dir_ / "whole" / "model.weights.safetensors"));
-  auto split = mlp(9);
+  auto split = seeded_mlp(9);
   compile(*split, model_parallel(2, 2));
   fit(*split, batches(16, 5));
   split->load_weights(dir_ / "whole");
@@ -187,14 +188,14 @@ TEST_F(ShardedCheckpointTest, PlacedVariablesReadTheWholeFileFormatBlockByBlock)
 }
 
 TEST_F(ShardedCheckpointTest, SaveWeightsOfASplitModelWritesADirectoryOfShardsThatCheckpointsReplace) {
-  auto model = mlp();
+  auto model = seeded_mlp();
   compile(*model, model_parallel(2, 2));
   const fs::path path = dir_ / "best.weights.safetensors";
   model->fit(batches(16, 1), {.epochs = 2, .verbose = 0,
                               .callbacks = {callbacks::ModelCheckpoint(path.string(), {.save_weights_only = true})}});
   ASSERT_TRUE(fs::is_directory(path));  // the second epoch's save replaced the first's
   EXPECT_TRUE(fs::exists(path / "model-00001-of-00001.safetensors"));
-  auto one = mlp(9);
+  auto one = seeded_mlp(9);
   one->load_weights(path);
   EXPECT_EQ(values(one->weights()), values(model->weights()));
 }
@@ -203,7 +204,7 @@ TEST_F(ShardedCheckpointTest, SaveWeightsOfASplitModelWritesADirectoryOfShardsTh
 void copy_saved(const fs::path& from, const fs::path& to) { fs::copy(from, to, fs::copy_options::recursive); }
 
 TEST_F(ShardedCheckpointTest, AMissingTruncatedOrMislistedShardIsRefusedNamingTheFile) {
-  auto model = mlp();
+  auto model = seeded_mlp();
   compile(*model, model_parallel(2, 2));
   fit(*model, batches(16, 1));
   model->save(dir_ / "saved");

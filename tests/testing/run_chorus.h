@@ -1,5 +1,5 @@
-// Runs the `chorus` command-line tool built next to the test binary, for the tests of its
-// subcommands. Header-only; any thread.
+// Runs the `chorus` command-line tool or an example built next to the test binary, for the
+// tests of its subcommands and of the examples. Header-only; any thread.
 #pragma once
 
 #include <sys/wait.h>
@@ -17,10 +17,11 @@ struct ChorusRun {
   std::string output;  // stdout, and stderr after it
 };
 
-// `chorus ARGUMENTS < stdin_path 2>&1`, with `environment` ("NAME='value' ...") in front.
-inline ChorusRun run_chorus(const std::string& arguments, const std::string& stdin_path = "/dev/null",
-                            const std::string& environment = "") {
-  const std::filesystem::path binary = std::filesystem::read_symlink("/proc/self/exe").parent_path() / "chorus";
+// `PROGRAM ARGUMENTS < stdin_path 2>&1` for a program built next to the test binary (an
+// example, the CLI), with `environment` ("NAME='value' ...") in front.
+inline ChorusRun run_built(const std::string& program, const std::string& arguments,
+                           const std::string& stdin_path = "/dev/null", const std::string& environment = "") {
+  const std::filesystem::path binary = std::filesystem::read_symlink("/proc/self/exe").parent_path() / program;
   if (!std::filesystem::exists(binary)) return {-1, "missing " + binary.string()};
   const std::string command =
       fmt::format("{} '{}' {} < '{}' 2>&1", environment, binary.string(), arguments, stdin_path);
@@ -30,6 +31,12 @@ inline ChorusRun run_chorus(const std::string& arguments, const std::string& std
   for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
   const int status = ::pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// `chorus ARGUMENTS < stdin_path 2>&1`, with `environment` in front.
+inline ChorusRun run_chorus(const std::string& arguments, const std::string& stdin_path = "/dev/null",
+                            const std::string& environment = "") {
+  return run_built("chorus", arguments, stdin_path, environment);
 }
 
 }  // namespace chorus::testing
