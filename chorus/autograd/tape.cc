@@ -265,7 +265,10 @@ std::vector<Tensor> GradientTape::compute_gradients(const Tensor& target, std::s
     }
     if (!persistent_) record.backward = nullptr;  // frees the saved tensors now
     if (on_ready) {
-      for (size_t i : final_after[r]) on_ready(i, grads[source_slots[i]]);
+      for (size_t i : final_after[r]) {
+        on_ready(i, grads[source_slots[i]]);
+        if (streaming.takes_ownership && streaming.takes_ownership(i)) grads[source_slots[i]] = Tensor();
+      }
     }
   }
   if (!persistent_) records_.clear();

@@ -44,6 +44,10 @@ struct GradientStreaming {
   std::function<std::span<const int64_t>(size_t index)> row_ends;
   std::function<void(size_t index, const Tensor& gradient, int64_t end)> rows_ready;
   std::function<bool(size_t index)> takes_slices;
+  // Whether ready() takes sources[index]'s gradient for good (unset: none's): the tape
+  // then lets go of it at once, and gradient() returns it undefined, so that the
+  // consumer's reduction of it is all that stays in memory.
+  std::function<bool(size_t index)> takes_ownership;
 };
 
 // What a backward function may stream one input's gradient to (BackwardContext::row_stream).

@@ -206,15 +206,22 @@ GlooCommunicator::Run GlooCommunicator::make_reduce_scatter(Buffer input, Buffer
     if (n == 0) return;
     const kernels::ReduceFn reduce = kernels::reduce_fn(input.type, op);
     auto block = [&](const Buffer& b, int r) { return static_cast<const std::byte*>(b.data) + r * block_bytes; };
-    if (size_ == 2 && sync_context_ && block_bytes <= options_.sync_exchange_max_bytes) {
+    if (size_ == 2 && sync_context_) {
       // Each rank sends the block the other keeps and combines the one it receives, both
-      // as x0 op x1.
-      const void* mine = block(input, rank_);
-      const void* theirs = exchange(block(input, 1 - rank_), block_bytes);
-      if (rank_ == 0) {
-        reduce(output.data, mine, theirs, static_cast<size_t>(n));
-      } else {
-        reduce(output.data, theirs, mine, static_cast<size_t>(n));
+      // as x0 op x1, in pieces that fit the exchange: a true reduce-scatter, half an
+      // all-reduce's traffic, with no copy of the input.
+      const auto element = static_cast<int64_t>(element_size(input.type));
+      const int64_t piece = std::max(element, options_.sync_exchange_max_bytes / element * element);
+      for (int64_t done = 0; done < block_bytes; done += piece) {
+        const int64_t bytes = std::min(piece, block_bytes - done);
+        const std::byte* mine = block(input, rank_) + done;
+        const void* theirs = exchange(block(input, 1 - rank_) + done, bytes);
+        void* out = static_cast<std::byte*>(output.data) + done;
+        if (rank_ == 0) {
+          reduce(out, mine, theirs, static_cast<size_t>(bytes / element));
+        } else {
+          reduce(out, theirs, mine, static_cast<size_t>(bytes / element));
+        }
       }
       return;
     }

@@ -343,6 +343,17 @@ Logs DistributedSteps::train(const WorkerInput::Step& input, bool merge_workers)
       model_.train_step(slice);
       return;
     }
+    if (auto* mesh = dynamic_cast<replicas::MeshRunner*>(runner); mesh != nullptr && mesh->shards_over_batch_axis()) {
+      // No rows here, but this device gathers and reduces along the batch axis as the step
+      // goes: it runs the step on the batch's first row, which its replica weighs zero,
+      // with metrics of its own that nobody reads.
+      std::vector<std::unique_ptr<metrics::Metric>> unread;
+      for (const metrics::Metric* m : model_.metrics()) unread.push_back(m->clone());
+      const step::StepContext stand_in{.replica = step::StepContext::current()->replica, .metrics = unread};
+      const step::StepScope scope(&stand_in);
+      model_.train_step(input.batch.map([](const Tensor& t) { return t.first_axis_slice(0, 1); }));
+      return;
+    }
     // This worker has no rows of the batch: it adds zero gradients to the reduction and
     // applies the same update as the others.
     std::vector<Variable> variables = model_.trainable_weights();

@@ -11,10 +11,12 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/cluster/worker_group.h"
 #include "chorus/comm/local_communicator.h"
+#include "chorus/core/creation.h"
 #include "chorus/core/sharding.h"
 #include "chorus/ops/operators.h"
 #include "chorus/ops/shape_ops.h"
 #include "chorus/ops/sharded_ops.h"
+#include "chorus/replicas/gathered_variables.h"
 #include "chorus/replicas/replica_runner.h"
 #include "chorus/step/replica_context.h"
 
@@ -47,10 +49,14 @@ void run_at_once(const std::vector<std::function<void()>>& tasks) {
 class MeshRunner::Context final : public step::ReplicaContext, public MeshContext {
  public:
   Context(MeshRunner& runner, int device, int devices)
-      : step::ReplicaContext(device, devices), runner_(runner), device_(device) {}
+      : step::ReplicaContext(device, devices),
+        runner_(runner),
+        device_(device),
+        gathered_(device, [this](int axis) -> comm::Communicator& { return communicator(axis); }) {}
 
   void begin_step(uint64_t step_id, int64_t begin, int64_t end, int64_t rows) {
     set_slice(begin, end - begin, rows);
+    streamed_.clear();
     step_id_ = step_id;
     calls_.clear();
   }
@@ -59,10 +65,29 @@ class MeshRunner::Context final : public step::ReplicaContext, public MeshContex
   uint64_t call_in_step(const void* owner) override { return calls_[owner]++; }
   uint64_t step() const override { return step_id_; }
 
-  autograd::GradientStreaming stream_gradients(std::span<const autograd::Variable> /*variables*/) override {
-    // Gradients are reduced when the update begins; tables take dense gradients, which
-    // are blocks where the table is sharded.
-    return {.ready = [](size_t, const Tensor&) {}, .takes_slices = [](size_t) { return false; }};
+  // Gradients are reduced when the update begins; tables take dense gradients, which are
+  // blocks where the table is sharded. A variable split over the batch axis is the
+  // exception: as soon as its gradient is final (the records that read its whole value
+  // have run; Model::train_step, the one caller, keeps no persistent tape), the whole
+  // value is freed, and the gradient reduce-scattered to this device's rows, which are
+  // all that stays (the tape lets go of the whole gradient).
+  autograd::GradientStreaming stream_gradients(std::span<const autograd::Variable> variables) override {
+    std::vector<const void*> ids;
+    std::vector<bool> streamed;
+    for (const autograd::Variable& v : variables) {
+      ids.push_back(v.id());
+      const Sharding* layout = v.device_values()[static_cast<size_t>(device_)].impl()->sharding.get();
+      streamed.push_back(scatters() && layout != nullptr && gathers_on_read(*layout));
+    }
+    return {.ready =
+                [this, ids, streamed](size_t i, const Tensor& grad) {
+                  gathered_.free(ids[i]);
+                  if (streamed[i] && grad.defined()) {
+                    streamed_[ids[i]] = own_rows_of_sum(weighted(grad), runner_.distribution_->batch_axis());
+                  }
+                },
+            .takes_slices = [](size_t) { return false; },
+            .takes_ownership = [streamed](size_t i) { return static_cast<bool>(streamed[i]); }};
   }
 
   // Each gradient weighted by this device's share of the batch and summed over the batch
@@ -75,20 +100,25 @@ class MeshRunner::Context final : public step::ReplicaContext, public MeshContex
     std::vector<Tensor> reduced(grads.size());
     std::vector<bool> by_rows(grads.size());  // whether reduced[i] is this device's rows already
     const int batch = runner_.distribution_->batch_axis();
-    const bool scatter = runner_.batch_positions() > 1 && !runner_.batch_continues_across_workers();
+    const bool scatter = scatters();
     for (size_t i = 0; i < grads.size(); ++i) {
+      if (const auto it = streamed_.find(variables[i].id()); it != streamed_.end()) {
+        reduced[i] = it->second;
+        by_rows[i] = true;
+        continue;
+      }
       Tensor grad = grads[i];
       if (!grad.defined() && i < sparse.size() && sparse[i].defined()) grad = sparse[i].to_dense();
       if (!grad.defined()) continue;
       const Tensor& value = variables[i].value();
       const Sharding* layout = value.impl()->sharding.get();
       const bool gathered = layout != nullptr && gathers_on_read(*layout);
-      if (gathered) release_gathered(variables[i].id());
+      if (gathered) gathered_.free(variables[i].id());
       if (layout != nullptr && !gathered && grad.impl()->sharding == nullptr && grad.shape() != value.shape()) {
         grad = ops::sharded::shard(grad, layout->axis, layout->dim);  // a whole gradient (a step without rows)
       }
       if (runner_.batch_positions() > 1) {  // the same test on every device, rows or not
-        grad = grad * scale();
+        grad = weighted(grad);
         by_rows[i] = scatter && (gathered || (runner_.updated_by_rows_.count(variables[i].path()) != 0 &&
                                               runner_.distribution_->options().shard != distribution::Shard::kOptimizerState));
         if (by_rows[i]) {
@@ -107,6 +137,7 @@ class MeshRunner::Context final : public step::ReplicaContext, public MeshContex
         by_rows[i] = true;
       }
     }
+    streamed_.clear();
     update_by_rows(reduced, by_rows, variables, update);
   }
 
@@ -135,7 +166,7 @@ class MeshRunner::Context final : public step::ReplicaContext, public MeshContex
   // BatchNormalization's moving statistics: the rows-weighted mean over the batch axis, on
   // every worker.
   void assign_mean(const autograd::Variable& variable, const Tensor& value) override {
-    std::vector<Tensor> mean{value * scale()};
+    std::vector<Tensor> mean{weighted(value)};
     all_reduce(mean[0], runner_.distribution_->batch_axis());
     if (runner_.batch_continues_across_workers()) runner_.reduce_across_workers(device_, mean);
     variable.assign(mean[0]);
@@ -172,45 +203,13 @@ class MeshRunner::Context final : public step::ReplicaContext, public MeshContex
   bool gathers_on_read(const Sharding& sharding) const override {
     return sharding.axis == runner_.distribution_->batch_axis();
   }
-  const Tensor& gathered_value(const void* variable) override {
-    const auto it = gathers_.find(variable);
-    if (it == gathers_.end()) {
-      throw Error("MeshRunner: a variable split over the batch axis was read after its update in the step");
-    }
-    Gather& gather = it->second;
-    if (gather.work) {
-      gather.work->wait();
-      gather.work.reset();
-    }
-    return gather.whole;
-  }
+  const Tensor& gathered_value(const void* variable) override { return gathered_.value(variable); }
 
-  // Starts gathering every variable split over the batch axis, in one order on every
-  // device (a device without rows too), so the gathers overlap the step's first layers.
+  // Starts gathering the variables split over the batch axis (GatheredVariables).
   void start_gathers() {
-    for (const autograd::Variable& v : runner_.placed_) {
-      const Tensor& block = v.device_values()[static_cast<size_t>(device_)];
-      const Sharding* sharding = block.impl()->sharding.get();
-      if (sharding == nullptr || !gathers_on_read(*sharding)) continue;
-      Tensor whole = Tensor::empty(sharding->global_shape, block.dtype());
-      whole.impl()->autograd.trainable = v.trainable();
-      auto work = communicator(sharding->axis).all_gather_async(shard_block(block), whole.view({whole.numel()}));
-      gathers_.emplace(v.id(), Gather{std::move(whole), std::move(work)});
-    }
+    gathered_.start(runner_.placed_, [this](const Sharding& s) { return gathers_on_read(s); });
   }
-  // Waits for the gathers the step did not read and frees the whole values; after a
-  // failed step, whatever their outcome.
-  void finish_gathers(bool failed) {
-    for (auto& [variable, gather] : gathers_) {
-      if (!gather.work) continue;
-      try {
-        gather.work->wait();
-      } catch (const Error&) {
-        if (!failed) throw;
-      }
-    }
-    gathers_.clear();
-  }
+  void finish_gathers(bool failed) { gathered_.finish(failed); }
   Tensor lay_out_output(const std::string& layer_path, const Tensor& output) override {
     auto it = output_placements_.find(layer_path);
     if (it == output_placements_.end()) {
@@ -244,26 +243,24 @@ class MeshRunner::Context final : public step::ReplicaContext, public MeshContex
     reduce_scatter(whole, rows, axis);
     return rows;
   }
+  // Whether gradients reduced over the batch axis can be reduce-scattered (not when the
+  // workers sum them afterwards).
+  bool scatters() const { return runner_.batch_positions() > 1 && !runner_.batch_continues_across_workers(); }
+  // `value` weighted by this device's share of the batch; zeros for a device without rows,
+  // whatever it computed on the row it stood in with (MeshRunner::shards_over_batch_axis).
+  Tensor weighted(const Tensor& value) const {
+    const float share = scale();
+    return share == 0 ? zeros(value.shape(), value.dtype()) : value * share;
+  }
   float scale() const {
     return global_rows() > 0 ? static_cast<float>(static_cast<double>(local_rows()) / global_rows()) : 0.0F;
   }
 
-  // Frees a gathered whole value once the step's gradients are computed.
-  void release_gathered(const void* variable) {
-    const auto it = gathers_.find(variable);
-    if (it == gathers_.end()) return;
-    if (it->second.work) it->second.work->wait();
-    gathers_.erase(it);
-  }
-
-  struct Gather {
-    Tensor whole;
-    std::unique_ptr<comm::Work> work;  // null once complete
-  };
 
   MeshRunner& runner_;
   int device_;
-  std::unordered_map<const void*, Gather> gathers_;  // by Variable::id(), for the step
+  GatheredVariables gathered_;  // this step's whole values of the variables split over the batch axis
+  std::unordered_map<const void*, Tensor> streamed_;  // by Variable::id(): rows reduced in backward
   uint64_t step_id_ = 0;
   std::unordered_map<const void*, uint64_t> calls_;
   // Each layer's output placement by layer path, looked up once (nullopt: none asked).
@@ -368,6 +365,14 @@ std::vector<int> MeshRunner::slice_workers() const {
     if (first) out[static_cast<size_t>(coords[batch])] = position_workers_[p];
   }
   return out;
+}
+
+bool MeshRunner::shards_over_batch_axis() const {
+  const int batch = distribution_->batch_axis();
+  return std::any_of(placed_.begin(), placed_.end(), [&](const autograd::Variable& v) {
+    const Sharding* layout = v.device_values()[0].impl()->sharding.get();
+    return v.trainable() && layout != nullptr && layout->axis == batch;
+  });
 }
 
 int MeshRunner::batch_positions() const {

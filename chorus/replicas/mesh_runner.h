@@ -51,6 +51,11 @@ class MeshRunner : public StepRunner {
   // the batch axis by rows: each device updates its rows, then gathers the others'.
   void update_by_rows(const autograd::Variable& variable) { updated_by_rows_.insert(variable.path()); }
 
+  // Whether a trainable variable is split over the batch axis (fully sharded): every
+  // device then gathers and reduces along that axis with the others as the step runs, so
+  // a device without rows of a training batch runs the step too (on a row it then weighs
+  // zero).
+  bool shards_over_batch_axis() const;
   // Whether the mesh holds the devices of several workers (each runs only its own).
   bool spans_workers() const { return spans_workers_; }
   // The variables place() keeps on the devices.

@@ -109,6 +109,24 @@ void expect_all_to_all_delivers(int size) {
   });
 }
 
+TEST(GlooCommunicatorTest, TwoRanksReduceScatterBlocksLargerThanOneExchange) {
+  // Blocks of 4 MiB + 12 bytes: two exchanges of 4 MiB and one of 12 bytes each; every
+  // element the sum of both ranks' (x0 + x1, so the same bits as an all-reduce).
+  const int64_t block = (int64_t{4} << 20) / 4 + 3;
+  on_ranks(2, [block](int rank, Communicator& c) {
+    std::vector<float> input(static_cast<size_t>(2 * block));
+    for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(i % 1000) * 0.5F + static_cast<float>(rank);
+    Tensor mine = Tensor::empty(Shape{block}, kFloat32);
+    c.reduce_scatter(from_values<float>(input, Shape{2 * block}), mine);
+    const std::vector<float> got = mine.to_vector<float>();
+    for (int64_t i = 0; i < block; i += 997) {
+      const auto at = static_cast<size_t>(rank * block + i);
+      ASSERT_EQ(got[static_cast<size_t>(i)], static_cast<float>(at % 1000) * 0.5F * 2 + 1.0F) << i;
+    }
+    ASSERT_EQ(got.back(), static_cast<float>((static_cast<size_t>(rank * block + block - 1)) % 1000) + 1.0F);
+  });
+}
+
 TEST(GlooCommunicatorTest, AllToAllDeliversEachRanksMessageToItsAddressee) {
   expect_all_to_all_delivers(2);  // sync mode's exchanges
   expect_all_to_all_delivers(3);  // Gloo's alltoall and alltoallv
