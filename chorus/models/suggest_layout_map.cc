@@ -87,22 +87,35 @@ class Suggester {
   std::set<const layers::Layer*> seen_;
 };
 
+// The size of mesh axis `name`. Throws ValueError naming it, and `what` it is for, when
+// the mesh lacks it.
+int64_t axis_size(const distribution::DeviceMesh& mesh, const std::string& name, const char* what) {
+  const auto& names = mesh.axis_names();
+  const auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end()) throw_error<ValueError>("suggest_layout_map: the device mesh has no axis '{}' {}", name, what);
+  return mesh.shape()[static_cast<size_t>(it - names.begin())];
+}
+
 }  // namespace
 
 distribution::LayoutMap suggest_layout_map(const Model& model, const distribution::DeviceMesh& mesh,
                                            const SuggestLayoutOptions& options) {
-  const auto& names = mesh.axis_names();
-  const auto it = std::find(names.begin(), names.end(), options.model_dim_name);
-  if (it == names.end()) {
-    throw_error<ValueError>("suggest_layout_map: the device mesh has no axis '{}' to split the model over",
-                            options.model_dim_name);
-  }
+  const int64_t model_size = axis_size(mesh, options.model_dim_name, "to split the model over");
+  const int64_t batch_size =
+      options.fully_shard_over.empty() ? 0 : axis_size(mesh, options.fully_shard_over, "to fully shard over");
   if (!model.built()) {
     throw_error<ValueError>("suggest_layout_map: model '{}' is not built; call it on a batch (or build it) first",
                             model.name());
   }
   distribution::LayoutMap map(mesh);
-  Suggester(map, options.model_dim_name, mesh.shape()[static_cast<size_t>(it - names.begin())]).visit(model);
+  Suggester(map, options.model_dim_name, model_size).visit(model);
+  if (batch_size == 0) return map;
+  for (const autograd::Variable& v : model.weights()) {
+    if (map.get(v.path()) || !distribution::splits_fully(v, batch_size)) continue;
+    Axes axes(static_cast<size_t>(v.shape().rank()));
+    axes[0] = options.fully_shard_over;
+    map[v.path()] = distribution::TensorLayout(axes);
+  }
   return map;
 }
 

@@ -14,6 +14,10 @@ class Model;
 struct SuggestLayoutOptions {
   // The mesh axis the model is split over (its other axes split the batch).
   std::string model_dim_name = "model";
+  // A batch axis to fully shard over what tensor parallelism leaves replicated: each
+  // trainable floating variable whose first dimension divides over it gets ("batch",
+  // None, ...), as distribution::Shard::kFull would lay it out. Empty: they stay replicated.
+  std::string fully_shard_over;
 };
 
 // Megatron's tensor parallelism where the shapes divide by the model axis's size n:
@@ -24,9 +28,9 @@ struct SuggestLayoutOptions {
 //   projection by its heads rows;
 // - an Embedding table by vocabulary rows (by columns where the rows do not divide).
 // Everything else is replicated; a ReversibleEmbedding too, as its transpose is the
-// output projection. Keys are the variables' exact paths, so every one matches. Throws
-// ValueError naming the axis when the mesh has no `model_dim_name`, and when the model is
-// not built.
+// output projection, unless `fully_shard_over` names the batch axis. Keys are the
+// variables' exact paths, so every one matches. Throws ValueError naming the axis when
+// the mesh has no `model_dim_name` or `fully_shard_over`, and when the model is not built.
 distribution::LayoutMap suggest_layout_map(const Model& model, const distribution::DeviceMesh& mesh,
                                            const SuggestLayoutOptions& options = {});
 

@@ -4,12 +4,15 @@
 // of the replicated ones; the ops exchange activations along the model axes as the
 // layouts require (ops/sharded_ops.h). At apply_gradients each device all-reduces its
 // gradients over the batch axis and updates its own values and optimizer state, which
-// follow their variable's layout. In a multi-worker job, either every worker holds the
-// same mesh of its own devices — the model axes stay within a worker and the batch axis
-// continues across the workers (a (1, 2) mesh on each of 2 workers trains as (2, 2)), the
-// gradients then summed over the workers too — or the mesh holds every device of the job
-// and spans the workers: each worker runs its devices, and a line of devices along an
-// axis that crosses workers talks over Gloo. Used by one thread (the trainer's) at a time.
+// follow their variable's layout. A variable split over the batch axis itself (fully
+// sharded data parallelism) is gathered whole for each step (GatheredVariables) and its
+// gradient reduce-scattered to the device's rows as backward produces it. In a
+// multi-worker job, either every worker holds the same mesh of its own devices — the model
+// axes stay within a worker and the batch axis continues across the workers (a (1, 2) mesh
+// on each of 2 workers trains as (2, 2)), the gradients then summed over the workers too —
+// or the mesh holds every device of the job and spans the workers: each worker runs its
+// devices, and a line of devices along an axis that crosses workers talks over Gloo. Used
+// by one thread (the trainer's) at a time.
 #pragma once
 
 #include <memory>

@@ -59,6 +59,24 @@ TEST_F(SuggestLayoutMapTest, AnMlpGetsOneColumnRowPairAndTrainsAsOneDevice) {
   EXPECT_LE(max_relative_difference(train(std::move(model), data, layout_map), one), 1e-5);
 }
 
+TEST_F(SuggestLayoutMapTest, TheRestIsFullyShardedOverTheBatchAxisWhenAsked) {
+  auto model = mlp();
+  const dist::LayoutMap layout_map = suggest_layout_map(*model, mesh(2, 2), {.fully_shard_over = "batch"});
+  // d2's bias (8,) and d3's kernel (8, 3) divide over the batch axis's 2; d3's bias (3,) does not.
+  EXPECT_EQ(layout_map.to_cpp(),
+            "layout_map[\"d1/kernel\"] = {std::nullopt, \"model\"};\n"
+            "layout_map[\"d1/bias\"] = {\"model\"};\n"
+            "layout_map[\"d2/kernel\"] = {\"model\", std::nullopt};\n"
+            "layout_map[\"d2/bias\"] = {\"batch\"};\n"
+            "layout_map[\"d3/kernel\"] = {\"batch\", std::nullopt};\n");
+  Generator gen(2);
+  const Tree data = Tree::list({uniform(Shape{32, 16}, gen, -1, 1), from_values<int32_t>(std::vector<int32_t>(32, 1), Shape{32})});
+  const auto one = train(mlp(), data, std::nullopt);
+  EXPECT_LE(max_relative_difference(train(std::move(model), data, layout_map), one), 1e-5);
+  EXPECT_THAT([&] { suggest_layout_map(*mlp(), mesh(2, 2), {.fully_shard_over = "data"}); },
+              ThrowsMessage<ValueError>("suggest_layout_map: the device mesh has no axis 'data' to fully shard over"));
+}
+
 TEST_F(SuggestLayoutMapTest, BertTinySplitsHeadsAndFeedforwardAndTrainsAsOneDevice) {
   BertBackboneConfig config = find_bert_preset("bert_tiny_en_uncased").config;
   config.dropout = 0.0;
