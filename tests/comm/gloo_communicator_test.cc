@@ -112,8 +112,8 @@ void expect_all_to_all_delivers(int size) {
 TEST(GlooCommunicatorTest, TwoRanksReduceScatterBlocksLargerThanOneExchange) {
   // Blocks of 4 MiB + 12 bytes: two exchanges of 4 MiB and one of 12 bytes each; every
   // element the sum of both ranks' (x0 + x1, so the same bits as an all-reduce).
-  const int64_t block = (int64_t{4} << 20) / 4 + 3;
-  on_ranks(2, [block](int rank, Communicator& c) {
+  constexpr int64_t block = (int64_t{4} << 20) / 4 + 3;
+  on_ranks(2, [](int rank, Communicator& c) {
     std::vector<float> input(static_cast<size_t>(2 * block));
     for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(i % 1000) * 0.5F + static_cast<float>(rank);
     Tensor mine = Tensor::empty(Shape{block}, kFloat32);
