@@ -176,6 +176,19 @@ TEST_F(FullyShardedTest, BertTinyEqualsMirroredReplicasBitForBit) {
   expect_same_history(fully_sharded.history, mirrored.history);
 }
 
+// Under mixed_bfloat16 a layer reads its gathered float32 weights cast to bfloat16; the
+// gradients reach the float32 whole values all the same.
+TEST_F(FullyShardedTest, MixedBfloat16EqualsMirroredReplicasBitForBit) {
+  mixed_precision::set_global_policy("mixed_bfloat16");
+  const MeshRun mirrored = train_three_layer_mlp(data_parallel(2, dist::Shard::kNone));
+  const MeshRun fully_sharded = train_three_layer_mlp(data_parallel(2, dist::Shard::kFull));
+  mixed_precision::set_global_policy("float32");
+  EXPECT_EQ(max_relative_difference(fully_sharded.model->weights(), mirrored.model->weights()), 0.0);
+  expect_same_history(fully_sharded.history, mirrored.history);
+  const MeshRun full_precision = train_three_layer_mlp(data_parallel(2, dist::Shard::kFull));
+  EXPECT_GT(max_relative_difference(full_precision.model->weights(), mirrored.model->weights()), 1e-4);
+}
+
 TEST_F(FullyShardedTest, ACheckpointResumesOnOneDeviceAndOnAModelAxis) {
   const auto compile = [](models::Model& model) {
     model.compile({.optimizer = "adam", .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
