@@ -128,6 +128,8 @@ replicas::StepRunner* DistributedSteps::step_runner() {
   const std::shared_ptr<distribution::Distribution> dist =
       model_.compiled() ? model_.distribution() : distribution::distribution();
   if (!dist) return nullptr;
+  // A DataParallel that shards makes its mesh form anew each time: once, not every step.
+  if (dynamic_cast<replicas::MeshRunner*>(runner_.get()) != nullptr) return runner_.get();
   if (auto model_parallel = distribution::mesh_form(dist)) {
     if (dist->device_mesh().devices().size() <= 1) return nullptr;
     if (!runner_) runner_ = std::make_unique<replicas::MeshRunner>(model_parallel);

@@ -7,12 +7,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
 #include "chorus/core/sharding.h"
 #include "tests/distribute/two_tower_util.h"
 #include "tests/distribution/mesh_models.h"
 #include "tests/models/bert/mlm_batch.h"
+#include "tests/testing/logical_devices.h"
 #include "tests/testing/temp_dir.h"
 
 namespace chorus {
@@ -21,19 +21,7 @@ namespace {
 using namespace testing;  // the mesh models
 using ::testing::ThrowsMessage;
 
-class FullyShardedTest : public TempDirTest {
- protected:
-  void SetUp() override {
-    TempDirTest::SetUp();
-    backend::cpu::set_intra_op_threads(1);
-    chorus::set_cpu_devices(4);
-  }
-  void TearDown() override {
-    dist::set_distribution(nullptr);
-    chorus::set_cpu_devices(0);
-    TempDirTest::TearDown();
-  }
-};
+using FullyShardedTest = LogicalDevicesTest<4, TempDirTest>;
 
 std::shared_ptr<dist::DataParallel> data_parallel(int devices, dist::Shard shard) {
   return std::make_shared<dist::DataParallel>(mesh_devices(devices), dist::DataParallelOptions{.shard = shard});

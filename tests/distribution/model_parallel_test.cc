@@ -10,11 +10,11 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "chorus/backend/cpu/parallel.h"
 #include "chorus/chorus.h"
 #include "chorus/core/sharding.h"
 #include "tests/distribute/two_tower_util.h"
 #include "tests/distribution/mesh_models.h"
+#include "tests/testing/logical_devices.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_names.h"
 #include "tests/testing/test_util.h"
@@ -25,19 +25,7 @@ namespace {
 using namespace testing::test_names;
 using namespace testing;  // the mesh models
 
-class ModelParallelTest : public testing::TempDirTest {
- protected:
-  void SetUp() override {
-    TempDirTest::SetUp();
-    backend::cpu::set_intra_op_threads(1);
-    chorus::set_cpu_devices(8);
-  }
-  void TearDown() override {
-    dist::set_distribution(nullptr);
-    chorus::set_cpu_devices(0);
-    TempDirTest::TearDown();
-  }
-};
+using ModelParallelTest = testing::LogicalDevicesTest<8, testing::TempDirTest>;
 
 TEST_F(ModelParallelTest, MegatronMlpMatchesOneDevice) {
   const MeshRun reference = train_three_layer_mlp(nullptr);

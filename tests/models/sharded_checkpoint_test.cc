@@ -17,6 +17,7 @@
 #include "chorus/io/atomic_file.h"
 #include "chorus/models/object_paths.h"
 #include "tests/testing/logical_devices.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/testing/test_names.h"
 
 namespace chorus::models {
@@ -27,20 +28,7 @@ namespace dist = chorus::distribution;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class ShardedCheckpointTest : public testing::LogicalDevicesTest<4> {
- protected:
-  void SetUp() override {
-    LogicalDevicesTest::SetUp();
-    dir_ = fs::temp_directory_path() / ("chorus_sharded_checkpoint_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    fs::remove_all(dir_);
-    LogicalDevicesTest::TearDown();
-  }
-  fs::path dir_;
-};
+using ShardedCheckpointTest = testing::LogicalDevicesTest<4, testing::TempDirTest>;
 
 std::unique_ptr<Model> seeded_mlp(uint64_t seed = 5) {
   layers::set_random_seed(seed);

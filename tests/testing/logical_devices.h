@@ -1,6 +1,7 @@
 // A fixture for tests that run on several logical CPU devices (more than cores is
 // allowed): one intra-op thread each, and afterwards no current distribution and the
-// host's own devices again. Header-only.
+// host's own devices again. `Base` adds its own set-up (TempDirTest: a scratch
+// directory). Header-only.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,16 +12,18 @@
 
 namespace chorus::testing {
 
-template <int Devices>
-class LogicalDevicesTest : public ::testing::Test {
+template <int Devices, class Base = ::testing::Test>
+class LogicalDevicesTest : public Base {
  protected:
   void SetUp() override {
+    Base::SetUp();
     backend::cpu::set_intra_op_threads(1);
     chorus::set_cpu_devices(Devices);
   }
   void TearDown() override {
     distribution::set_distribution(nullptr);
     chorus::set_cpu_devices(0);
+    Base::TearDown();
   }
 };
 
