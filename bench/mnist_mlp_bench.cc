@@ -1,6 +1,7 @@
 // MNIST MLP training (the Keras tutorial's model and pipeline, tools/chorus/recipes/mnist_tutorial.h)
 // against two references measured in the same run:
 //   b64          model->fit steps/s at batch 64, on 2 (default) and 1 intra-op threads,
+//                eager and with jit_compile (the compiled train step), interleaved,
 //                against PyTorch's steps/s per configuration, measured by
 //                bench/run_mnist_mlp just before and passed here; target >= 3x the best.
 //                ratio_to_torch_best_threads: against the best of the plain thread
@@ -115,6 +116,13 @@ struct FitRunner {
   data::Dataset train;
   int64_t steps;
   int threads;
+  bool jit = false;  // compile({.jit_compile = true}): the compiled train step
+
+  void compile() {
+    models::CompileOptions options = model->compile_options();
+    options.jit_compile = jit;
+    model->compile(options);
+  }
 
   // Seconds for one fit of `steps` steps (the first `steps` batches of the epoch).
   double run() {
@@ -129,7 +137,7 @@ void report_b64(const Args& args, const FitRunner& runner, const std::vector<dou
   std::vector<double> rates;
   for (double s : seconds) rates.push_back(static_cast<double>(runner.steps) / s);
   const double steps_per_s = bench::median(rates);
-  nlohmann::json record = {{"bench", "mnist_mlp"}, {"case", "fit_b64"},  {"threads", runner.threads},
+  nlohmann::json record = {{"bench", "mnist_mlp"}, {"case", "fit_b64"},  {"threads", runner.threads}, {"jit", runner.jit},
                            {"batch", 64},          {"steps", runner.steps}, {"steps_per_s", steps_per_s},
                            {"samples", rates},     {"data", args.data_dir}, {"target_ratio", 3.0},
                            {"load_average", load_average()}};
@@ -156,9 +164,12 @@ void report_b64(const Args& args, const FitRunner& runner, const std::vector<dou
 void bench_b64(const Args& args, const data::Dataset& train) {
   std::vector<FitRunner> runners;
   for (int threads : {backend::cpu::intra_op_threads(), 1}) {
-    runners.push_back({.train = train, .steps = 50, .threads = threads});
-    runners.back().run();  // warm-up: optimizer slots, matmul primitives, allocator caches
-    runners.back().steps = args.steps;
+    for (bool jit : {false, true}) {
+      runners.push_back({.train = train, .steps = 50, .threads = threads, .jit = jit});
+      runners.back().compile();
+      runners.back().run();  // warm-up: optimizer slots, matmul primitives, allocator caches, the trace
+      runners.back().steps = args.steps;
+    }
   }
   std::vector<std::vector<double>> seconds(runners.size());
   for (int r = 0; r < args.repeats; ++r) {  // interleaved, so drift hits both settings

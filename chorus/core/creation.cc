@@ -9,6 +9,7 @@ Tensor zeros(const Shape& shape, DType dtype, Device device) {
   Tensor out = Tensor::empty(shape, dtype, device);
   if (dtype == kString) return out;  // empty strings, as tf.zeros(dtype=tf.string)
   std::memset(out.raw_data(), 0, out.nbytes());
+  note_constant(out);
   return out;
 }
 
@@ -28,6 +29,7 @@ Tensor full(const Shape& shape, double value, DType dtype, Device device) {
     }
     std::fill(data, data + out.numel(), fill);
   });
+  note_constant(out);
   return out;
 }
 
@@ -51,6 +53,7 @@ Tensor arange(double start, double stop, double step, DType dtype) {
       }
     }
   });
+  note_constant(out);
   return out;
 }
 

@@ -32,6 +32,7 @@ Tensor from_values(std::span<const T> values, const Shape& shape) {
   }
   Tensor out = Tensor::empty(shape, dtype_of<T>);
   copy_elements(out.element_data(), values.data(), values.size(), dtype_of<T>);
+  note_constant(out);
   return out;
 }
 template <class T>

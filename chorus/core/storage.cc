@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "chorus/core/error.h"
+#include "chorus/core/trace_observer.h"
 
 namespace chorus {
 namespace {
@@ -182,7 +183,9 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
   }
   if (data == nullptr) data = allocate_fresh(capacity);
   if (data == nullptr) throw_error("Storage: out of memory allocating {} bytes", capacity);
-  return std::shared_ptr<Storage>(new Storage(data, nbytes, capacity, device));
+  std::shared_ptr<Storage> storage(new Storage(data, nbytes, capacity, device));
+  if (TraceObserver* observer = trace_observer()) observer->allocated(*storage);
+  return storage;
 }
 
 std::shared_ptr<Storage> Storage::allocate_strings(size_t count, Device device) {

@@ -15,6 +15,7 @@
 #include "chorus/core/error.h"
 #include "chorus/core/shape.h"
 #include "chorus/core/storage.h"
+#include "chorus/core/trace_observer.h"
 
 namespace chorus {
 
@@ -160,6 +161,7 @@ void copy_elements(void* dst, const void* src, size_t count, DType dtype);
 bool array_equal(const Tensor& a, const Tensor& b);
 
 template <class T> T Tensor::item() const {
+  note_host_read(*this, "item");
   if (numel() != 1) {
     throw_error<ShapeError>("Tensor::item: expected a tensor with one element, got shape {}", shape().to_string());
   }
@@ -171,6 +173,7 @@ template <class T> T Tensor::item() const {
 }
 
 template <class T> std::vector<T> Tensor::to_vector() const {
+  note_host_read(*this, "to_vector");
   std::vector<T> out(static_cast<size_t>(numel()));
   visit_dtype(dtype(), [&](auto v) {
     using S = decltype(v);

@@ -6,6 +6,7 @@
 
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/softmax_kernels.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/losses/loss_util.h"
 #include "chorus/ops/operators.h"
 #include "chorus/ops/reduction.h"
@@ -25,9 +26,10 @@ std::string label_position(const Shape& shape, int64_t i) {
   return fmt::format("index {}", Shape(index).to_string());
 }
 
-// The labels as a flat int64 tensor, each checked to be an integer in [0, classes).
-Tensor checked_labels(const std::string& name, const Tensor& y_true, const Shape& shape, int64_t classes) {
-  Tensor labels = Tensor::empty(Shape{y_true.numel()}, kInt64);
+// Writes y_true's labels into `out` (flat int64), each checked to be an integer in
+// [0, classes): throws naming the first that is not.
+void fill_checked_labels(const std::string& name, const Tensor& y_true, const Shape& shape, int64_t classes,
+                         const Tensor& labels) {
   int64_t* out = labels.data<int64_t>();
   visit_dtype(y_true.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -49,6 +51,18 @@ Tensor checked_labels(const std::string& name, const Tensor& y_true, const Shape
         out[i] = static_cast<int64_t>(value);
       }
     }
+  });
+}
+
+// The labels as a flat int64 tensor, checked (fill_checked_labels). A compiled step
+// checks every batch's labels as the eager one does.
+Tensor checked_labels(const std::string& name, const Tensor& y_true, const Shape& shape, int64_t classes) {
+  Tensor labels = Tensor::empty(Shape{y_true.numel()}, kInt64);
+  fill_checked_labels(name, y_true, shape, classes, labels);
+  jit::record("checked_labels", {y_true}, {labels}, [&] {
+    return jit::Kernel([name, shape, classes](auto in, auto out) {
+      fill_checked_labels(name, in[0], shape, classes, out[0]);
+    });
   });
   return labels;
 }
@@ -73,9 +87,12 @@ Tensor sparse_softmax_crossentropy(const Tensor& logits, const Tensor& labels, c
   Tensor max = Tensor::empty(Shape{rows}, kFloat32), sum = Tensor::empty(Shape{rows}, kFloat32);
   Tensor out = Tensor::empty(out_shape, kFloat32);
   if (rows > 0) {
-    with_logits_type(logits, [&](const auto* x) {
-      backend::cpu::sparse_softmax_cross_entropy(x, labels.data<int64_t>(), out.data<float>(), max.data<float>(),
-                                                 sum.data<float>(), rows, classes);
+    jit::launch("sparse_categorical_crossentropy", {logits, labels}, {out, max, sum}, [rows, classes](auto in, auto o) {
+      with_logits_type(in[0], [&](const auto* x) {
+        backend::cpu::sparse_softmax_cross_entropy(x, in[1].template data<int64_t>(), o[0].template data<float>(),
+                                                   o[1].template data<float>(), o[2].template data<float>(), rows,
+                                                   classes);
+      });
     });
   }
   autograd::record("sparse_categorical_crossentropy", {logits}, {out}, [&] {
@@ -85,12 +102,16 @@ Tensor sparse_softmax_crossentropy(const Tensor& logits, const Tensor& labels, c
       const Tensor g_rows = internal::as_float32(g[0]);
       Tensor dx = Tensor::empty(logits.shape(), logits.dtype());
       if (rows > 0 && classes > 0) {
-        with_logits_type(logits, [&](const auto* x) {
-          using T = std::remove_cvref_t<decltype(*x)>;
-          backend::cpu::sparse_softmax_cross_entropy_grad(x, labels.data<int64_t>(), max.data<float>(),
-                                                          sum.data<float>(), g_rows.data<float>(),
-                                                          static_cast<T*>(dx.raw_data()), rows, classes);
-        });
+        jit::launch("sparse_categorical_crossentropy_grad", {logits, labels, max, sum, g_rows}, {dx},
+                    [rows, classes](auto in, auto out) {
+                      with_logits_type(in[0], [&](const auto* x) {
+                        using T = std::remove_cvref_t<decltype(*x)>;
+                        backend::cpu::sparse_softmax_cross_entropy_grad(
+                            x, in[1].template data<int64_t>(), in[2].template data<float>(),
+                            in[3].template data<float>(), in[4].template data<float>(),
+                            static_cast<T*>(out[0].raw_data()), rows, classes);
+                      });
+                    });
       }
       return std::vector<Tensor>{dx};
     };

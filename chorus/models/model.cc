@@ -7,6 +7,7 @@
 #include "chorus/distribution/distribution.h"
 #include "chorus/metrics/mean.h"
 #include "chorus/models/functional_graph.h"
+#include "chorus/models/jit_steps.h"
 #include "chorus/models/step_functions.h"
 #include "chorus/step/step_context.h"
 
@@ -56,6 +57,8 @@ void Model::compile(CompileOptions options) {
   optimizer_->set_gradient_aggregator(distribution_ ? std::make_shared<const step::GradientAggregator>() : nullptr);
   if (StepFunctions* steps = step_functions()) steps->release_placement();
   set_step_functions(nullptr);
+  jit_.reset();
+  jit_owner_ = nullptr;
   reset_metrics();
 }
 

@@ -45,6 +45,12 @@ struct CompileOptions {
   // must override compute_loss.
   Shared<losses::Loss> loss;
   std::vector<Shared<metrics::Metric>> metrics;
+  // Keras's jit_compile: the default train, test and predict steps' forward pass, loss and
+  // gradients run as a traced, fused, memory-planned graph per batch shape (jit::Function);
+  // the optimizer's update and the metrics stay eager. A step that cannot be one static
+  // graph (an op with no compiled form, such as Dropout's masks) runs eagerly with a
+  // warning; so do distributed steps and overridden train_step/test_step, for now.
+  bool jit_compile = false;
 };
 
 struct FitOptions {
@@ -83,6 +89,8 @@ struct PredictOptions {
   int64_t steps = -1;
   std::vector<Shared<Callback>> callbacks;
 };
+
+struct JitSteps;  // jit_steps.h
 
 class Model : public layers::Layer {
  public:
@@ -209,6 +217,11 @@ class Model : public layers::Layer {
   void build(const Tree& inputs) override;
 
  private:
+  // The compiled steps when compile() asked for jit_compile and the step runs on one
+  // device; nullptr otherwise.
+  JitSteps* jit_steps();
+  Logs jit_train_step(JitSteps& jit, const Tree& batch);
+
   // save()'s config.json (architecture and compile settings) and state.json, in `dir`.
   void write_model_description(const std::filesystem::path& dir) const;
   std::unique_ptr<FunctionalGraph> graph_;
@@ -220,6 +233,8 @@ class Model : public layers::Layer {
   std::shared_ptr<distribution::Distribution> distribution_;
   std::unique_ptr<StepFunctions> steps_;
   const Model* steps_owner_ = nullptr;  // the model steps_ was made for
+  std::unique_ptr<JitSteps> jit_;
+  const Model* jit_owner_ = nullptr;  // the model jit_'s functions call
 };
 
 struct LoadModelOptions {

@@ -5,6 +5,7 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/core/error.h"
 #include "chorus/core/sharding.h"
+#include "chorus/models/jit_steps.h"
 #include "chorus/models/model.h"
 #include "chorus/ops/ops.h"
 #include "chorus/ops/sharded_ops.h"
@@ -77,7 +78,65 @@ Model::StepResult Model::forward_step(const Tree& x, const Tree& y, const Tensor
   return out;
 }
 
+JitSteps* Model::jit_steps() {
+  if (!compile_options_.jit_compile || step::ReplicaContext::current() != nullptr || MeshContext::current() != nullptr) {
+    return nullptr;
+  }
+  if (jit_ != nullptr && jit_owner_ == this) return jit_.get();
+  jit_ = std::make_unique<JitSteps>();
+  jit_owner_ = this;
+  JitSteps& jit = *jit_;
+  jit.train = std::make_unique<jit::Function>(name() + "_train_step", [this, &jit](std::span<const Tensor> leaves) {
+    auto [x, y, sample_weight] = unpack(jit.batch->unflatten({leaves.begin(), leaves.end()}));
+    autograd::GradientTape tape;
+    const StepResult step = forward_step(x, y, sample_weight, /*training=*/true);
+    const Tensor loss = scalar_loss(step.loss);
+    jit.variables = trainable_weights();
+    const std::vector<Tensor> grads = tape.gradient(loss, std::vector<Tensor>(jit.variables.begin(), jit.variables.end()));
+    jit.y = step.y;
+    jit.y_pred = step.y_pred;
+    jit.has_sample_weight = step.sample_weight.defined();
+    jit.rows = step.rows;
+    std::vector<Tensor> out{loss};
+    for (const Tree* tree : {&step.y, &step.y_pred}) {
+      for (const Tensor& t : tree->flatten()) out.push_back(t);
+    }
+    if (jit.has_sample_weight) out.push_back(step.sample_weight);
+    jit.with_gradient.clear();
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!grads[i].defined()) continue;
+      jit.with_gradient.push_back(i);
+      out.push_back(grads[i]);
+    }
+    return out;
+  });
+  return jit_.get();
+}
+
+// train_step's forward pass, loss and gradients as one compiled call; the optimizer's
+// update and the metrics after it, eagerly (they read host state: the learning rate, the
+// iteration count).
+Logs Model::jit_train_step(JitSteps& jit, const Tree& batch) {
+  jit.batch = &batch;
+  const std::vector<Tensor> out = (*jit.train)(batch.flatten());
+  size_t next = 1;
+  auto take = [&](const Tree& structure) {
+    const size_t n = structure.flatten().size();
+    next += n;
+    return structure.unflatten({out.begin() + static_cast<std::ptrdiff_t>(next - n),
+                                out.begin() + static_cast<std::ptrdiff_t>(next)});
+  };
+  const Tree y = take(jit.y), y_pred = take(jit.y_pred);
+  const Tensor sample_weight = jit.has_sample_weight ? out[next++] : Tensor();
+  std::vector<Tensor> grads(jit.variables.size());
+  for (size_t i : jit.with_gradient) grads[i] = out[next++];
+  if (!jit.variables.empty()) optimizer().apply_gradients(grads, jit.variables);
+  update_metrics(out[0], y, y_pred, sample_weight, jit.rows);
+  return get_metrics_result();
+}
+
 Logs Model::train_step(const Tree& batch) {
+  if (JitSteps* jit = jit_steps()) return jit_train_step(*jit, batch);
   auto [x, y, sample_weight] = unpack(batch);
   std::vector<Variable> variables;
   StepResult step;

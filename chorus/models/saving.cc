@@ -273,7 +273,8 @@ void Model::write_model_description(const fs::path& dir) const {
     for (const auto& m : compiled_metrics_) metrics.push_back(m->to_config());
     config["compile_config"] = {{"optimizer", optimizer_->to_config()},
                                 {"loss", loss_ ? loss_->to_config() : nlohmann::json()},
-                                {"metrics", metrics}};
+                                {"metrics", metrics},
+                                {"jit_compile", compile_options_.jit_compile}};
   }
   write_json(dir / "config.json", config);
   write_json(dir / kStateFile, saved_state(compiled() && optimizer_->built()));
@@ -327,6 +328,12 @@ void compile_from_config(Model& model, const nlohmann::json& cc, const fs::path&
     for (size_t i = 0; i < metrics.size(); ++i) {
       options.metrics.push_back(with_error_context(fmt::format("compile_config.metrics[{}]", i),
                                                    [&] { return metrics::Metric::from_config(metrics[i]); }));
+    }
+    if (cc.contains("jit_compile")) {
+      if (!cc["jit_compile"].is_boolean()) {
+        throw_error<ValueError>("compile_config.jit_compile: expected true or false, found {}", cc["jit_compile"].dump());
+      }
+      options.jit_compile = cc["jit_compile"].get<bool>();
     }
     model.compile(std::move(options));
   });

@@ -5,6 +5,7 @@
 
 #include "chorus/autograd/tape.h"
 #include "chorus/core/creation.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/ops/elementwise_detail.h"
 #include "chorus/ops/reduction.h"
 #include "chorus/ops/sharded_ops.h"
@@ -52,7 +53,7 @@ Tensor binary_forward(const char* op, BinaryOp code, const Tensor& a, const Tens
     throw_error<ValueError>("{}: integer division by zero", op);
   }
   Tensor out = Tensor::empty(shape, backend::cpu::binary_result_dtype(code, a.dtype()));
-  backend::cpu::binary(code, a, b, out);
+  jit::launch_binary(op, code, a, b, out);
   return out;
 }
 
@@ -64,7 +65,7 @@ Tensor unary_forward(const char* op, UnaryOp code, const Tensor& x, KernelParams
     check_numeric(op, x);
   }
   Tensor out = Tensor::empty(x.shape(), x.dtype());
-  backend::cpu::unary(code, x, out, params);
+  jit::launch_unary(op, code, x, out, params);
   return out;
 }
 
@@ -75,7 +76,7 @@ Tensor backward_kernel(BinaryOp code, const Tensor& saved, const Tensor& grad, K
                 dtype_name(saved.dtype()));
   }
   Tensor out = Tensor::empty(saved.shape(), saved.dtype());
-  backend::cpu::binary(code, saved, grad, out, params);
+  jit::launch_binary("elementwise_grad", code, saved, grad, out, params);
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/matmul.h"
 #include "chorus/core/creation.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/ops/operators.h"
 #include "chorus/ops/reduction.h"
 #include "chorus/ops/sharded_ops.h"
@@ -259,7 +260,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
   } else {
     out = Tensor::empty(l.out, a.dtype());
     if (out.numel() > 0) {
-      backend::cpu::matmul(make_problem(l, a.dtype()), a.raw_data(), b.raw_data(), out.raw_data());
+      jit::launch("matmul", {a, b}, {out}, [p = make_problem(l, a.dtype())](auto in, auto result) {
+        backend::cpu::matmul(p, in[0].raw_data(), in[1].raw_data(), result[0].raw_data());
+      });
     }
   }
   autograd::record("matmul", {a, b}, {out}, [&] { return make_backward(a, b, l); });
@@ -279,7 +282,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Matmul
   if (out.numel() > 0) {
     backend::cpu::MatmulProblem p = make_problem(l, a.dtype());
     p.bias = true;
-    backend::cpu::matmul(p, a.raw_data(), b.raw_data(), out.raw_data(), bias.raw_data());
+    jit::launch("matmul", {a, b, bias}, {out}, [p](auto in, auto result) {
+      backend::cpu::matmul(p, in[0].raw_data(), in[1].raw_data(), result[0].raw_data(), in[2].raw_data());
+    });
   }
   autograd::record("matmul", {a, b, bias}, {out}, [&] {
     return [product = make_backward(a, b, l), need_bias = autograd::needs_gradient(bias),

@@ -11,6 +11,7 @@
 #include "chorus/backend/cpu/broadcast_kernels.h"
 #include "chorus/backend/cpu/reduce_kernels.h"
 #include "chorus/core/creation.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/ops/reduce_plan.h"
 #include "chorus/ops/sharded_ops.h"
 #include "chorus/profiler/profiler.h"
@@ -31,15 +32,18 @@ void check_numeric(const Tensor& x, const char* op) {
   }
 }
 
-// Runs the plan's passes; the result has (outer * inner) of the last pass elements, in
-// float32 for floating T and in T for integers.
+// Runs the plan's passes over x into `out` (plan.out's elements, x's dtype): in float32
+// for floating T, and in T for integers; floating results are multiplied by `scale`
+// before rounding (mean). The last pass writes `out` itself where its dtype allows.
 template <class T>
-Tensor run_steps(ReduceKind kind, const Tensor& x, const ReducePlan& plan) {
+void reduce_into(ReduceKind kind, const Tensor& x, const ReducePlan& plan, double scale, const Tensor& out) {
   using Acc = std::conditional_t<std::is_same_v<T, bfloat16>, float, T>;
   const DType acc_dtype = dtype_of<Acc>;
   Tensor current;
-  for (const internal::ReduceStep& s : plan.steps) {
-    Tensor next = Tensor::empty(Shape{s.outer * s.inner}, acc_dtype);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const internal::ReduceStep& s = plan.steps[i];
+    const bool into_out = i + 1 == plan.steps.size() && out.dtype() == acc_dtype;
+    Tensor next = into_out ? out : Tensor::empty(Shape{s.outer * s.inner}, acc_dtype);
     if (current.defined()) {
       backend::cpu::reduce(kind, current.data<Acc>(), next.data<Acc>(), s.outer, s.reduced, s.inner);
     } else {
@@ -47,12 +51,28 @@ Tensor run_steps(ReduceKind kind, const Tensor& x, const ReducePlan& plan) {
     }
     current = next;
   }
-  return current;
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (scale != 1) {
+      float* r = current.data<float>();
+      const float f = static_cast<float>(scale);
+      for (int64_t i = 0; i < current.numel(); ++i) r[i] *= f;
+    }
+    if (!current.same(out)) out.copy_from(internal::from_float32(current, out.dtype()).view(out.shape()));
+  }
 }
 
-// The reduction `plan` describes, in x's dtype and shaped plan.out; floating results are
-// multiplied by `scale` before rounding (mean). Handles empty inputs: an empty axis sums
-// to 0, means to NaN, and has no max or min (ValueError).
+void reduce_kernel(ReduceKind kind, const ReducePlan& plan, double scale, const Tensor& x, const Tensor& out) {
+  visit_dtype(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    if constexpr (!std::is_same_v<T, bool> && !std::is_same_v<T, uint8_t>) {  // rejected by check_numeric
+      reduce_into<T>(kind, x, plan, scale, out);
+    }
+  });
+}
+
+// The reduction `plan` describes, in x's dtype and shaped plan.out (see reduce_into).
+// Handles empty inputs: an empty axis sums to 0, means to NaN, and has no max or min
+// (ValueError).
 Tensor reduce_tensor(ReduceKind kind, const Tensor& x, const ReducePlan& plan, const char* op, double scale = 1) {
   if (plan.out.numel() == 0) return Tensor::empty(plan.out, x.dtype());
   if (plan.count == 0) {
@@ -61,29 +81,25 @@ Tensor reduce_tensor(ReduceKind kind, const Tensor& x, const ReducePlan& plan, c
     }
     return full(plan.out, scale == 1 ? 0.0 : std::numeric_limits<double>::quiet_NaN(), x.dtype());
   }
-  if (plan.steps.empty()) return x.clone().view(plan.out);  // each output is its one input
-  Tensor result = visit_dtype(x.dtype(), [&](auto v) -> Tensor {
-    using T = decltype(v);
-    if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, uint8_t>) {
-      return Tensor();  // rejected by check_numeric
-    } else {
-      return run_steps<T>(kind, x, plan);
-    }
-  });
-  if (!is_floating(x.dtype())) return result.view(plan.out);
-  if (scale != 1) {
-    float* r = result.data<float>();
-    const float s = static_cast<float>(scale);
-    for (int64_t i = 0; i < result.numel(); ++i) r[i] *= s;
+  Tensor out = Tensor::empty(plan.out, x.dtype());
+  if (plan.steps.empty()) {  // each output is its one input
+    jit::launch(op, {x}, {out}, [](auto in, auto result) { result[0].copy_from(in[0].view(result[0].shape())); });
+    return out;
   }
-  return internal::from_float32(result, x.dtype()).view(plan.out);
+  reduce_kernel(kind, plan, scale, x, out);
+  jit::record(op, {x}, {out}, [&] {
+    return jit::Kernel([kind, plan, scale](auto in, auto result) { reduce_kernel(kind, plan, scale, in[0], result[0]); });
+  });
+  return out;
 }
 
 // dst (shape `full`, x's dtype) = g (shape `kept`) broadcast and scaled.
 Tensor broadcast_scaled(const Tensor& g, const Shape& kept, const Shape& full, float scale) {
   const Tensor gf = internal::to_float32(g);
   Tensor out = Tensor::empty(full, kFloat32);
-  backend::cpu::broadcast_scale(gf.data<float>(), kept, out.data<float>(), full, scale);
+  jit::launch("broadcast_scale", {gf}, {out}, [kept, full, scale](auto in, auto result) {
+    backend::cpu::broadcast_scale(in[0].template data<float>(), kept, result[0].template data<float>(), full, scale);
+  });
   return internal::from_float32(out, g.dtype());
 }
 
@@ -234,7 +250,10 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   } else {
     out = Tensor::empty(shape, x.dtype());
     if (out.numel() > 0) {
-      backend::cpu::broadcast_copy(x.raw_data(), x.shape(), out.raw_data(), shape, dtype_size(x.dtype()));
+      jit::launch("broadcast_to", {x}, {out}, [](auto in, auto result) {
+        backend::cpu::broadcast_copy(in[0].raw_data(), in[0].shape(), result[0].raw_data(), result[0].shape(),
+                                     dtype_size(in[0].dtype()));
+      });
     }
   }
   autograd::record("broadcast_to", {x}, {out}, [&] {

@@ -13,6 +13,7 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/copy_kernels.h"
 #include "chorus/core/creation.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/ops/sharded_ops.h"
 
 namespace chorus::ops {
@@ -240,6 +241,11 @@ Tensor transpose(const Tensor& x, const std::vector<int>& axes) {
   for (int axis : perm) out_shape.push_back(x.shape()[axis]);
   Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
   backend::cpu::permute(x.raw_data(), x.shape(), perm, out.raw_data(), dtype_size(x.dtype()));
+  jit::record("transpose", {x}, {out}, [&] {
+    return jit::Kernel([perm](auto in, auto result) {
+      backend::cpu::permute(in[0].raw_data(), in[0].shape(), perm, result[0].raw_data(), dtype_size(in[0].dtype()));
+    });
+  });
   autograd::record("transpose", {x}, {out}, [&] {
     std::vector<int> inverse(perm.size());
     for (size_t d = 0; d < perm.size(); ++d) inverse[perm[d]] = static_cast<int>(d);

@@ -6,6 +6,7 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/softmax_kernels.h"
 #include "chorus/core/creation.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/ops/reduce_plan.h"
 #include "chorus/ops/reduction.h"
 #include "chorus/ops/sharded_ops.h"
@@ -50,15 +51,22 @@ Tensor softmax_like(const char* op, Forward forward, Backward backward, const Te
   const AxisView v = view_around(x.shape(), x.shape().normalize_axis(axis, op));
   const Tensor xf = to_float32(x);
   Tensor y = Tensor::empty(x.shape(), kFloat32);
-  if (y.numel() > 0) forward(xf.data<float>(), y.data<float>(), v.outer, v.n, v.inner, backend::cpu::active_isa());
+  if (y.numel() > 0) {
+    jit::launch(op, {xf}, {y}, [forward, v](auto in, auto out) {
+      forward(in[0].template data<float>(), out[0].template data<float>(), v.outer, v.n, v.inner,
+              backend::cpu::active_isa());
+    });
+  }
   Tensor out = from_float32(y, x.dtype());
   autograd::record(op, {x}, {out}, [&] {
     return [out, v, backward](std::span<const Tensor> g) {
       const Tensor yf = to_float32(out), gf = to_float32(g[0]);
       Tensor dx = Tensor::empty(out.shape(), kFloat32);
       if (dx.numel() > 0) {
-        backward(yf.data<float>(), gf.data<float>(), dx.data<float>(), v.outer, v.n, v.inner,
-                 backend::cpu::active_isa());
+        jit::launch("softmax_grad", {yf, gf}, {dx}, [backward, v](auto in, auto out) {
+          backward(in[0].template data<float>(), in[1].template data<float>(), out[0].template data<float>(), v.outer,
+                   v.n, v.inner, backend::cpu::active_isa());
+        });
       }
       return std::vector<Tensor>{from_float32(dx, out.dtype())};
     };

@@ -135,6 +135,18 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out, Ke
   });
 }
 
+void binary_loop(BinaryOp op, DType dtype, const void* a, bool a_scalar, const void* b, bool b_scalar, void* out,
+                 int64_t n, const KernelParams& params) {
+  const Layout layout = a_scalar && n > 1 ? Layout::kScalarVector
+                        : b_scalar && n > 1 ? Layout::kVectorScalar
+                                            : Layout::kVectorVector;
+  current_table().binary[KernelTable::binary_index(op, dtype, layout)](a, b, out, n, params);
+}
+
+void unary_loop(UnaryOp op, DType dtype, const void* x, void* out, int64_t n, const KernelParams& params) {
+  current_table().unary[KernelTable::unary_index(op, dtype)](x, out, n, params);
+}
+
 void unary(UnaryOp op, const Tensor& x, const Tensor& out, KernelParams params) {
   const UnaryKernel kernel = current_table().unary[KernelTable::unary_index(op, x.dtype())];
   assert(kernel != nullptr && x.shape() == out.shape() && x.dtype() == out.dtype());

@@ -20,6 +20,14 @@ namespace chorus::backend::cpu {
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out, KernelParams params = {});
 // out = op(x). REQUIRES: unary_supported(op, x.dtype()); out fresh, same shape and dtype.
 void unary(UnaryOp op, const Tensor& x, const Tensor& out, KernelParams params = {});
+// The contiguous loops binary() and unary() run, on raw buffers of `n` elements: a chain
+// of elementwise ops fused into one pass (chorus/jit) runs them block by block, with the
+// same bits as the whole-tensor drivers. `a_scalar`/`b_scalar`: that operand stays on its
+// first element. REQUIRES: as binary() and unary(); `dtype` is the inputs'; not both scalar
+// unless n == 1.
+void binary_loop(BinaryOp op, DType dtype, const void* a, bool a_scalar, const void* b, bool b_scalar, void* out,
+                 int64_t n, const KernelParams& params);
+void unary_loop(UnaryOp op, DType dtype, const void* x, void* out, int64_t n, const KernelParams& params);
 // out = condition ? x : y, all three broadcast to out's shape. REQUIRES: condition bool,
 // x and y of out's dtype.
 void where(const Tensor& condition, const Tensor& x, const Tensor& y, const Tensor& out);

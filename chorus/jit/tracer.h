@@ -1,0 +1,91 @@
+// Tracing: ops launch their kernels through launch(), which runs the kernel now and, while
+// a Tracer is installed on the calling thread, records it as a node of a Graph (as
+// tf.function's trace records a Python call's ops). The tracer also learns from core which
+// storages the call made, which it filled on the host (constants) and which it read on the
+// host, so an op with no compiled form or control flow on tensor values marks the trace as
+// failed instead of giving a wrong graph. One thread's; not shared.
+#pragma once
+
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "chorus/core/trace_observer.h"
+#include "chorus/jit/graph.h"
+
+namespace chorus::jit {
+
+class Tracer final : public TraceObserver {
+ public:
+  // Installs itself on the calling thread until destroyed; `arguments` are the values the
+  // traced call receives (each becomes a kArgument buffer).
+  Tracer(std::string name, std::span<const Tensor> arguments);
+  ~Tracer() override;
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
+
+  // The calling thread's tracer, or nullptr.
+  static Tracer* current();
+
+  // Adds `node` (op, kind, codes or kernel set; inputs and outputs left empty) launched on
+  // `inputs` writing `outputs`.
+  void record(Node node, std::span<const Tensor> inputs, std::span<const Tensor> outputs);
+
+  // The first reason this call cannot be one static graph, or empty.
+  const std::string& failure() const { return failure_; }
+  // The graph of the call that returned `results`. REQUIRES: failure() is empty.
+  Graph finish(std::span<const Tensor> results);
+
+  void allocated(const Storage& storage) override;
+  void made_constant(const Tensor& tensor) override;
+  void read_on_host(const Tensor& tensor, const char* how) override;
+
+ private:
+  int input_value(const Tensor& tensor, const std::string& op, size_t position);
+  int output_value(const Tensor& tensor, const std::string& op);
+  int add_value(int buffer, const Tensor& tensor);
+  int add_buffer(BufferKind kind, const TensorImpl& impl);
+  void fail(std::string reason);
+
+  Graph graph_;
+  TraceObserverScope scope_;
+  std::unordered_map<const Storage*, int> buffer_of_;  // storages the graph knows
+  std::unordered_set<const Storage*> made_here_;       // allocated during the trace, not yet known
+  std::unordered_map<int, size_t> bases_;              // buffer: its byte offset in its storage
+  std::unordered_map<std::string, int> value_of_;      // "buffer:offset:shape:dtype": the value
+  std::string failure_;
+};
+
+// Runs `kernel(inputs, outputs)` and records it when the calling thread traces. `kernel`
+// must read nothing but its arguments and what it captures by value (see Kernel).
+template <class F>
+void launch(const char* op, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor> outputs,
+            F&& kernel) {
+  const std::span<const Tensor> in(inputs.begin(), inputs.size()), out(outputs.begin(), outputs.size());
+  kernel(in, out);
+  if (Tracer* tracer = Tracer::current()) [[unlikely]] {
+    tracer->record(Node{.op = op, .kind = NodeKind::kKernel, .kernel = Kernel(std::forward<F>(kernel))}, in, out);
+  }
+}
+
+// Records a kernel the caller has just run on `inputs` into `outputs`, when the calling
+// thread traces: make_kernel() is called only then and returns a Kernel owning copies of
+// what it needs, so that an op pays nothing for it when nothing traces.
+template <class MakeKernel>
+void record(const char* op, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor> outputs,
+            MakeKernel&& make_kernel) {
+  if (Tracer* tracer = Tracer::current()) [[unlikely]] {
+    tracer->record(Node{.op = op, .kind = NodeKind::kKernel, .kernel = make_kernel()},
+                   {inputs.begin(), inputs.size()}, {outputs.begin(), outputs.size()});
+  }
+}
+
+// backend::cpu::unary/binary, launched as nodes the fusion pass can chain.
+void launch_unary(const char* op, backend::cpu::UnaryOp code, const Tensor& x, const Tensor& out,
+                  backend::cpu::KernelParams params = {});
+void launch_binary(const char* op, backend::cpu::BinaryOp code, const Tensor& a, const Tensor& b, const Tensor& out,
+                   backend::cpu::KernelParams params = {});
+
+}  // namespace chorus::jit

@@ -1,0 +1,88 @@
+// compile({.jit_compile = true}): the default train step runs as a compiled graph and
+// trains to the eager weights bit for bit; what cannot be one graph runs eagerly with a
+// warning; the setting survives save and load.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "chorus/chorus.h"
+#include "chorus/models/compare_weights.h"
+#include "tests/models/model_test_util.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/test_names.h"
+
+namespace chorus::models {
+namespace {
+
+using namespace testing::test_names;
+namespace fs = std::filesystem;
+
+class JitCompileTest : public testing::TempDirTest {
+ protected:
+  // A small MLP from the same initial weights each time, trained for one epoch of 19
+  // steps: 18 batches of 16 and a last one of 12 (a second signature).
+  std::unique_ptr<Model> trained(bool jit, const std::string& optimizer, History* history, bool dropout = false) {
+    layers::Layer::reset_names();
+    layers::set_random_seed(7);
+    Tensor x = layers::Input({4});
+    Tensor h = layers::Dense(16, {.activation = "relu"})(x);
+    if (dropout) h = layers::Dropout(0.5)(h);
+    h = layers::Dense(16, {.activation = "gelu"})(h);
+    auto model = std::make_unique<Model>(x, layers::Dense(3)(h));
+    model->compile({.optimizer = optimizer,
+                    .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                    .metrics = {"accuracy"},
+                    .jit_compile = jit});
+    const testing::Blobs data = testing::separable_blobs(300, 3);
+    *history = model->fit(data.x, data.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
+    return model;
+  }
+
+  int dumped(const std::string& suffix) const {
+    int n = 0;
+    for (const auto& entry : fs::directory_iterator(dir_)) n += entry.path().string().ends_with(suffix);
+    return n;
+  }
+};
+
+TEST_F(JitCompileTest, TheCompiledTrainStepTrainsToTheEagerWeightsBitForBit) {
+  for (const std::string optimizer : {"adam", "sgd", "rmsprop"}) {
+    History eager_history, jit_history;
+    auto eager = trained(false, optimizer, &eager_history);
+    ::setenv("CHORUS_JIT_DUMP", dir().c_str(), 1);
+    ::testing::internal::CaptureStderr();
+    auto compiled = trained(true, optimizer, &jit_history);
+    const std::string warnings = ::testing::internal::GetCapturedStderr();
+    ::unsetenv("CHORUS_JIT_DUMP");
+    EXPECT_EQ(warnings, "") << optimizer;
+    EXPECT_EQ(jit_history.history.at("loss"), eager_history.history.at("loss")) << optimizer;
+    EXPECT_EQ(jit_history.history.at("accuracy"), eager_history.history.at("accuracy")) << optimizer;
+    EXPECT_EQ(max_relative_difference(compiled->weights(), eager->weights()), 0.0) << optimizer;
+    // Traced once per batch shape (16 and the last 12), not once per step or epoch.
+    EXPECT_EQ(dumped("_train_step.1.after.txt"), 1) << optimizer;
+    EXPECT_EQ(dumped("_train_step.2.after.txt"), 1) << optimizer;
+    EXPECT_EQ(dumped("_train_step.3.after.txt"), 0) << optimizer;
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+}
+
+TEST_F(JitCompileTest, AStepThatCannotBeOneGraphRunsEagerlyWithAWarning) {
+  History eager_history, jit_history;
+  trained(false, "adam", &eager_history, /*dropout=*/true);
+  ::testing::internal::CaptureStderr();
+  trained(true, "adam", &jit_history, /*dropout=*/true);
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warnings.find("runs eagerly for these argument shapes: "), std::string::npos) << warnings;
+  EXPECT_EQ(jit_history.history.at("loss"), eager_history.history.at("loss"));
+}
+
+TEST_F(JitCompileTest, SaveAndLoadKeepJitCompile) {
+  History history;
+  auto model = trained(true, "adam", &history);
+  model->save(dir_ / "model");
+  EXPECT_TRUE(load_model(dir_ / "model")->compile_options().jit_compile);
+}
+
+}  // namespace
+}  // namespace chorus::models
