@@ -1,7 +1,12 @@
 #include "chorus/jit/executable.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <limits>
+#include <optional>
+
+#include <fmt/format.h>
 
 #include "chorus/backend/cpu/elementwise_kernels.h"
 #include "chorus/backend/cpu/parallel.h"
@@ -15,6 +20,11 @@ namespace {
 // elementwise drivers' cheap grain).
 constexpr int64_t kFusedGrain = 16384;
 constexpr size_t kMaxElementBytes = 8;
+constexpr double kNoTime = std::numeric_limits<double>::infinity();
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 }  // namespace
 
@@ -29,6 +39,9 @@ Executable::Executable(Graph graph) : graph_(std::move(graph)), plan_(plan_memor
   }
   call_storage_.resize(graph_.buffers.size());
   call_base_.assign(graph_.buffers.size(), 0);
+  node_threads_.assign(graph_.nodes.size(), 0);
+  node_seconds_.assign(graph_.nodes.size(), {kNoTime, kNoTime});
+  run_seconds_.fill(kNoTime);
   bind();
 }
 
@@ -150,6 +163,69 @@ void Executable::point_followers(std::span<const Tensor> arguments) {
   }
 }
 
+void Executable::run_node(size_t n) {
+  const Node& node = graph_.nodes[n];
+  const Bound& b = bound_[n];
+  profiler::Scope event("op", std::string_view(node.op));
+  switch (node.kind) {
+    case NodeKind::kUnary: backend::cpu::unary(node.unary, b.inputs[0], b.outputs[0], node.params); break;
+    case NodeKind::kBinary: backend::cpu::binary(node.binary, b.inputs[0], b.inputs[1], b.outputs[0], node.params); break;
+    case NodeKind::kKernel: node.kernel(b.inputs, b.outputs); break;
+    case NodeKind::kFused: run_fused(b.fused); break;
+  }
+}
+
+void Executable::run_nodes() {
+  just_tuned_ = false;
+  const bool tuning = backend::cpu::intra_op_threads() > 1 && runs_ >= 1 && runs_ <= kTuningRuns;
+  Threads way = threads_;
+  if (tuning) way = runs_ > kTuningRuns - 2 ? Threads::kPerNode : runs_ % 2 == 1 ? Threads::kBudget : Threads::kOne;
+  if (tuning && runs_ == kTuningRuns - 1) {
+    for (size_t n = 0; n < graph_.nodes.size(); ++n) node_threads_[n] = node_seconds_[n][1] < node_seconds_[n][0];
+  }
+  std::optional<backend::cpu::IntraOpThreadsScope> one_thread;
+  if (way == Threads::kOne) one_thread.emplace(1);
+  const auto run_start = std::chrono::steady_clock::now();
+  for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+    if (way == Threads::kPerNode) {
+      std::optional<backend::cpu::IntraOpThreadsScope> node_one_thread;
+      if (node_threads_[n] == 1) node_one_thread.emplace(1);
+      run_node(n);
+    } else if (tuning) {
+      const auto start = std::chrono::steady_clock::now();
+      run_node(n);
+      double& best = node_seconds_[n][way == Threads::kOne];
+      best = std::min(best, seconds_since(start));
+    } else {
+      run_node(n);
+    }
+  }
+  if (!tuning) {
+    runs_ = std::max(runs_, 1);  // the first run warms up
+    return;
+  }
+  double& best = run_seconds_[static_cast<int>(way)];
+  best = std::min(best, seconds_since(run_start));
+  if (++runs_ == kTuningRuns + 1) {
+    threads_ = static_cast<Threads>(std::min_element(run_seconds_.begin(), run_seconds_.end()) - run_seconds_.begin());
+    just_tuned_ = true;
+  }
+}
+
+std::string Executable::tuning_text() const {
+  static constexpr const char* kWays[] = {"the caller's budget", "one thread", "each node as it ran faster"};
+  std::string out = fmt::format("{}: runs on {}; fastest whole run (us): budget {:.1f}, one {:.1f}, per node {:.1f}\n",
+                                graph_.name, kWays[static_cast<int>(threads_)], run_seconds_[0] * 1e6,
+                                run_seconds_[1] * 1e6, run_seconds_[2] * 1e6);
+  out += "  node op                                   per-node choice  budget (us)  one (us)\n";
+  for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+    const auto& [budget, one] = node_seconds_[n];
+    out += fmt::format("  {:4} {:<36} {:>15} {:12.2f} {:9.2f}\n", n, graph_.nodes[n].op,
+                       node_threads_[n] == 1 ? "one" : "budget", budget * 1e6, one * 1e6);
+  }
+  return out;
+}
+
 std::vector<Tensor> Executable::run(std::span<const Tensor> arguments) {
   if (arguments.size() != graph_.arguments.size()) {
     throw_error<ValueError>("jit: '{}' was traced for {} arguments, got {}", graph_.name, graph_.arguments.size(),
@@ -176,19 +252,7 @@ std::vector<Tensor> Executable::run(std::span<const Tensor> arguments) {
       }
     }
   } release{*this};
-  for (size_t n = 0; n < graph_.nodes.size(); ++n) {
-    const Node& node = graph_.nodes[n];
-    const Bound& b = bound_[n];
-    profiler::Scope event("op", std::string_view(node.op));
-    switch (node.kind) {
-      case NodeKind::kUnary: backend::cpu::unary(node.unary, b.inputs[0], b.outputs[0], node.params); break;
-      case NodeKind::kBinary:
-        backend::cpu::binary(node.binary, b.inputs[0], b.inputs[1], b.outputs[0], node.params);
-        break;
-      case NodeKind::kKernel: node.kernel(b.inputs, b.outputs); break;
-      case NodeKind::kFused: run_fused(b.fused); break;
-    }
-  }
+  run_nodes();
   std::vector<Tensor> results;
   for (int r : graph_.results) {
     const Value& v = graph_.values[r];

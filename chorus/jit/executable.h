@@ -2,11 +2,20 @@
 // bound to every value a node reads or writes. A run points the argument values at the
 // caller's tensors (no copy), gives each result buffer fresh memory the caller keeps, runs
 // the nodes in order, and allocates nothing else (kernels that keep scratch of their own
-// aside). Not thread-safe: runs share the arena and the bindings, so one runs at a time.
+// aside). Warm-up runs time three ways to run the nodes — all on the caller's intra-op
+// threads (as eager), all on one, each on whichever ran it faster — and the fastest whole
+// run is kept: small steps lose more to waking a team, and to its spinning, than they gain
+// (issue 38: MNIST at batch 64 ran slower on 2 threads than on 1). The choice changes no
+// bit: every kernel gives the same results for any thread count (tests check it for
+// matmul, the one that could split differently). Not thread-safe: runs share the arena and
+// the bindings, so one runs at a time.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "chorus/jit/graph.h"
@@ -26,6 +35,18 @@ class Executable {
 
   const Graph& graph() const { return graph_; }
   const MemoryPlan& plan() const { return plan_; }
+  // How the nodes run: on the caller's budget, on one thread, or each as it ran faster.
+  enum class Threads : uint8_t { kBudget, kOne, kPerNode };
+  Threads threads() const { return threads_; }
+  // Whether the last run chose threads() (once, after kTuningRuns timed runs).
+  bool just_tuned() const { return just_tuned_; }
+  // The choice, each way's fastest run, and one line per node with its fastest time on the
+  // budget and on one thread.
+  std::string tuning_text() const;
+
+  // Runs timed to choose threads(), after the first (page faults, oneDNN's primitives):
+  // the budget and one thread alternately, then each node as it ran faster.
+  static constexpr int kTuningRuns = 8;
 
  private:
   // Where one operand of a fused member is, for a block starting at element `begin`.
@@ -62,6 +83,8 @@ class Executable {
   void bind();
   void point_followers(std::span<const Tensor> arguments);
   void run_fused(const Fused& fused) const;
+  void run_node(size_t n);
+  void run_nodes();
 
   Graph graph_;
   MemoryPlan plan_;
@@ -71,6 +94,12 @@ class Executable {
   std::vector<Follower> followers_;
   std::vector<std::shared_ptr<Storage>> call_storage_;  // per buffer, during a call
   std::vector<size_t> call_base_;
+  std::vector<int> node_threads_;  // per node under kPerNode: 0 (the budget) or 1
+  std::vector<std::array<double, 2>> node_seconds_;  // per node: fastest on the budget, on one thread
+  std::array<double, 3> run_seconds_;                 // per Threads: the fastest whole run
+  Threads threads_ = Threads::kBudget;
+  int runs_ = 0;
+  bool just_tuned_ = false;
 };
 
 }  // namespace chorus::jit

@@ -40,13 +40,17 @@ bool matches(const Signature& s, std::span<const Tensor> arguments) {
   return true;
 }
 
-void dump(const Graph& graph, int trace_number, const char* stage, bool dot) {
+// CHORUS_JIT_DUMP's folder, or nullptr.
+const char* dump_dir() {
   const char* dir = std::getenv("CHORUS_JIT_DUMP");
-  if (dir == nullptr || *dir == '\0') return;
+  return dir == nullptr || *dir == '\0' ? nullptr : dir;
+}
+
+void write_dump(const std::string& graph_name, int trace_number, const std::string& stage, const std::string& text) {
+  const char* dir = dump_dir();
+  if (dir == nullptr) return;
   std::filesystem::create_directories(dir);
-  const std::string stem = fmt::format("{}/{}.{}.{}", dir, graph.name, trace_number, stage);
-  std::ofstream(stem + ".txt") << graph.to_text();
-  if (dot) std::ofstream(stem + ".dot") << graph.to_dot();
+  std::ofstream(fmt::format("{}/{}.{}.{}", dir, graph_name, trace_number, stage)) << text;
 }
 
 }  // namespace
@@ -55,6 +59,7 @@ struct Function::Entry {
   Signature signature;
   std::unique_ptr<Executable> executable;  // nullptr: this signature runs eagerly
   uint64_t last_used = 0;
+  int trace_number = 0;
 };
 
 Function::Function(std::string name, Fn fn, FunctionOptions options)
@@ -67,10 +72,13 @@ Function::Function(std::string name, Fn fn, FunctionOptions options)
 Function::~Function() = default;
 
 std::unique_ptr<Executable> compile(Graph graph, int trace_number) {
-  dump(graph, trace_number, "before", false);
+  if (dump_dir() != nullptr) write_dump(graph.name, trace_number, "before.txt", graph.to_text());
   eliminate_dead_code(graph);
   fuse_elementwise(graph);
-  dump(graph, trace_number, "after", true);
+  if (dump_dir() != nullptr) {
+    write_dump(graph.name, trace_number, "after.txt", graph.to_text());
+    write_dump(graph.name, trace_number, "after.dot", graph.to_dot());
+  }
   return std::make_unique<Executable>(std::move(graph));
 }
 
@@ -111,7 +119,7 @@ Function::Entry& Function::trace(std::span<const Tensor> arguments, std::vector<
   make_room(arguments);
   auto entry = std::make_unique<Entry>();
   entry->signature = signature_of(arguments);
-  ++num_traces_;
+  entry->trace_number = ++num_traces_;
   std::string failure;
   {
     Tracer tracer(name_, arguments);
@@ -147,7 +155,12 @@ std::vector<Tensor> Function::operator()(std::span<const Tensor> arguments) {
     return results;
   }
   entry->last_used = ++clock_;
-  return entry->executable != nullptr ? entry->executable->run(arguments) : fn_(arguments);
+  if (entry->executable == nullptr) return fn_(arguments);
+  results = entry->executable->run(arguments);
+  if (entry->executable->just_tuned() && dump_dir() != nullptr) {
+    write_dump(name_, entry->trace_number, "threads.txt", entry->executable->tuning_text());
+  }
+  return results;
 }
 
 }  // namespace chorus::jit

@@ -68,7 +68,8 @@ class Function {
 };
 
 // The graph pipeline a trace goes through (dead code, then fusion), writing each stage to
-// CHORUS_JIT_DUMP (a folder) when set: "<name>.<n>.before.txt", ".after.txt", ".after.dot".
+// CHORUS_JIT_DUMP (a folder) when set: "<name>.<n>.before.txt", ".after.txt", ".after.dot"
+// (Function adds ".threads.txt", Executable::tuning_text, once the nodes' threads are chosen).
 std::unique_ptr<Executable> compile(Graph graph, int trace_number);
 
 }  // namespace chorus::jit

@@ -23,6 +23,10 @@ std::string value_list(std::span<const int> values) {
 }
 
 void node_text(const Graph& graph, const Node& node, const std::string& indent, std::string& out) {
+  if (node.outputs.empty()) {  // a host node with effects only
+    out += fmt::format("{}{}({})\n", indent, node.op, value_list(node.inputs));
+    return;
+  }
   const Value& first = graph.values[node.outputs.front()];
   out += fmt::format("{}{} = {}({})  {} {}\n", indent, value_list(node.outputs), node.op, value_list(node.inputs),
                      first.shape.to_string(), dtype_name(first.dtype));

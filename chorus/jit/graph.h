@@ -60,6 +60,7 @@ struct Node {
   Kernel kernel;
   std::vector<int> inputs;   // value ids
   std::vector<int> outputs;  // value ids
+  bool effects = false;  // does more than write its outputs (a host node: launch_host)
   std::vector<Node> members;  // kFused: the elementwise nodes, in order
   std::vector<int> internal;  // kFused: values made and read only inside it (no buffer)
 };

@@ -92,7 +92,7 @@ int eliminate_dead_code(Graph& graph) {
   std::vector<bool> keep(graph.nodes.size(), false);
   for (size_t i = graph.nodes.size(); i-- > 0;) {
     const Node& node = graph.nodes[i];
-    bool used = writes_external(graph, node);
+    bool used = node.effects || writes_external(graph, node);
     for (int b : buffers_of(graph, node.outputs)) used = used || needed[b];
     if (!used) continue;
     keep[i] = true;

@@ -6,8 +6,8 @@
 
 namespace chorus::jit {
 
-// Drops the nodes whose writes nothing needs: no result and no external buffer (a
-// variable's memory) depends on them. Returns how many nodes it dropped.
+// Drops the nodes whose writes nothing needs: no result, no external buffer (a variable's
+// memory) and no node with effects (Node::effects) depends on them. Returns how many nodes it dropped.
 int eliminate_dead_code(Graph& graph);
 
 // Joins each run of consecutive elementwise nodes (unary, or binary whose operands are

@@ -70,6 +70,22 @@ void launch(const char* op, std::initializer_list<Tensor> inputs, std::initializ
   }
 }
 
+// Runs `kernel(inputs, outputs)` as one node whose insides are not traced: host code that
+// must read the step's state at every run (an optimizer's learning rate and iteration
+// count, the metrics' totals). The ops it calls are neither recorded nor observed, it may
+// read tensors on the host, and dead-code elimination keeps it.
+template <class F>
+void launch_host(const char* op, std::span<const Tensor> inputs, std::span<const Tensor> outputs, F&& kernel) {
+  {
+    TraceObserverScope untraced(nullptr);
+    kernel(inputs, outputs);
+  }
+  if (Tracer* tracer = Tracer::current()) [[unlikely]] {
+    tracer->record(Node{.op = op, .kind = NodeKind::kKernel, .kernel = Kernel(std::forward<F>(kernel)), .effects = true},
+                   inputs, outputs);
+  }
+}
+
 // Records a kernel the caller has just run on `inputs` into `outputs`, when the calling
 // thread traces: make_kernel() is called only then and returns a Kernel owning copies of
 // what it needs, so that an op pays nothing for it when nothing traces.

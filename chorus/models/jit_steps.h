@@ -12,10 +12,12 @@
 namespace chorus::models {
 
 struct JitSteps {
-  // train: (loss, y, y_pred, sample_weight?, gradients of `with_gradient`) of a batch's leaves.
+  // train: the whole default train step of a batch's leaves (forward pass, loss, gradients,
+  // the optimizer's update and the metrics as host nodes); returns the loss.
   std::unique_ptr<jit::Function> train;
   const Tree* batch = nullptr;  // the batch being run: its structure rebuilds the leaves
-  // Set by each trace (the same for every signature of one model).
+  // Set by each trace (the same for every signature of one model): what the host nodes'
+  // inputs mean.
   Tree y, y_pred;
   bool has_sample_weight = false;
   int64_t rows = -1;

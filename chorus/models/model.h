@@ -221,6 +221,8 @@ class Model : public layers::Layer {
   // device; nullptr otherwise.
   JitSteps* jit_steps();
   Logs jit_train_step(JitSteps& jit, const Tree& batch);
+  void apply_gradients_node(JitSteps& jit, const std::vector<Tensor>& grads);
+  void update_metrics_node(JitSteps& jit, const Tensor& loss, const StepResult& step);
 
   // save()'s config.json (architecture and compile settings) and state.json, in `dir`.
   void write_model_description(const std::filesystem::path& dir) const;

@@ -5,6 +5,7 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/core/error.h"
 #include "chorus/core/sharding.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/models/jit_steps.h"
 #include "chorus/models/model.h"
 #include "chorus/ops/ops.h"
@@ -88,50 +89,72 @@ JitSteps* Model::jit_steps() {
   JitSteps& jit = *jit_;
   jit.train = std::make_unique<jit::Function>(name() + "_train_step", [this, &jit](std::span<const Tensor> leaves) {
     auto [x, y, sample_weight] = unpack(jit.batch->unflatten({leaves.begin(), leaves.end()}));
-    autograd::GradientTape tape;
-    const StepResult step = forward_step(x, y, sample_weight, /*training=*/true);
-    const Tensor loss = scalar_loss(step.loss);
-    jit.variables = trainable_weights();
-    const std::vector<Tensor> grads = tape.gradient(loss, std::vector<Tensor>(jit.variables.begin(), jit.variables.end()));
-    jit.y = step.y;
-    jit.y_pred = step.y_pred;
-    jit.has_sample_weight = step.sample_weight.defined();
-    jit.rows = step.rows;
-    std::vector<Tensor> out{loss};
-    for (const Tree* tree : {&step.y, &step.y_pred}) {
-      for (const Tensor& t : tree->flatten()) out.push_back(t);
+    std::vector<Tensor> grads;
+    StepResult step;
+    Tensor loss;
+    {
+      autograd::GradientTape tape;
+      step = forward_step(x, y, sample_weight, /*training=*/true);
+      loss = scalar_loss(step.loss);
+      jit.variables = trainable_weights();
+      grads = tape.gradient(loss, std::vector<Tensor>(jit.variables.begin(), jit.variables.end()));
     }
-    if (jit.has_sample_weight) out.push_back(step.sample_weight);
-    jit.with_gradient.clear();
-    for (size_t i = 0; i < grads.size(); ++i) {
-      if (!grads[i].defined()) continue;
-      jit.with_gradient.push_back(i);
-      out.push_back(grads[i]);
-    }
-    return out;
+    apply_gradients_node(jit, grads);
+    update_metrics_node(jit, loss, step);
+    return std::vector<Tensor>{loss};
   });
   return jit_.get();
 }
 
-// train_step's forward pass, loss and gradients as one compiled call; the optimizer's
-// update and the metrics after it, eagerly (they read host state: the learning rate, the
-// iteration count).
+// The optimizer's update as one host node of the compiled step: it reads the learning
+// rate and iteration count when it runs, as the eager step does.
+void Model::apply_gradients_node(JitSteps& jit, const std::vector<Tensor>& grads) {
+  if (jit.variables.empty()) return;
+  jit.with_gradient.clear();
+  std::vector<Tensor> defined, values;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    jit.with_gradient.push_back(i);
+    defined.push_back(grads[i]);
+    values.push_back(jit.variables[i].value());
+  }
+  jit::launch_host("apply_gradients", defined, values, [this, &jit](auto in, auto) {
+    std::vector<Tensor> all(jit.variables.size());
+    for (size_t k = 0; k < jit.with_gradient.size(); ++k) all[jit.with_gradient[k]] = in[k];
+    optimizer().apply_gradients(all, jit.variables);
+  });
+}
+
+// update_metrics as one host node of the compiled step, on the step's loss, targets,
+// outputs and weights.
+void Model::update_metrics_node(JitSteps& jit, const Tensor& loss, const StepResult& step) {
+  jit.y = step.y;
+  jit.y_pred = step.y_pred;
+  jit.has_sample_weight = step.sample_weight.defined();
+  jit.rows = step.rows;
+  std::vector<Tensor> in{loss};
+  for (const Tree* tree : {&step.y, &step.y_pred}) {
+    for (const Tensor& t : tree->flatten()) in.push_back(t);
+  }
+  if (jit.has_sample_weight) in.push_back(step.sample_weight);
+  jit::launch_host("update_metrics", in, {}, [this, &jit](auto in, auto) {
+    size_t next = 1;
+    auto take = [&](const Tree& structure) {
+      const size_t n = structure.flatten().size();
+      next += n;
+      return structure.unflatten({in.begin() + static_cast<std::ptrdiff_t>(next - n),
+                                  in.begin() + static_cast<std::ptrdiff_t>(next)});
+    };
+    const Tree y = take(jit.y), y_pred = take(jit.y_pred);
+    update_metrics(in[0], y, y_pred, jit.has_sample_weight ? in[next] : Tensor(), jit.rows);
+  });
+}
+
+// train_step as one compiled call: forward pass, loss, gradients, the optimizer's update
+// and the metrics.
 Logs Model::jit_train_step(JitSteps& jit, const Tree& batch) {
   jit.batch = &batch;
-  const std::vector<Tensor> out = (*jit.train)(batch.flatten());
-  size_t next = 1;
-  auto take = [&](const Tree& structure) {
-    const size_t n = structure.flatten().size();
-    next += n;
-    return structure.unflatten({out.begin() + static_cast<std::ptrdiff_t>(next - n),
-                                out.begin() + static_cast<std::ptrdiff_t>(next)});
-  };
-  const Tree y = take(jit.y), y_pred = take(jit.y_pred);
-  const Tensor sample_weight = jit.has_sample_weight ? out[next++] : Tensor();
-  std::vector<Tensor> grads(jit.variables.size());
-  for (size_t i : jit.with_gradient) grads[i] = out[next++];
-  if (!jit.variables.empty()) optimizer().apply_gradients(grads, jit.variables);
-  update_metrics(out[0], y, y_pred, sample_weight, jit.rows);
+  (*jit.train)(batch.flatten());
   return get_metrics_result();
 }
 

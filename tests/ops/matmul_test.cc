@@ -317,3 +317,32 @@ TEST(MatmulCacheTest, ThreadsComputeIndependently) {
 
 }  // namespace
 }  // namespace chorus
+
+namespace chorus {
+namespace {
+
+// A compiled step may run a matmul on one thread or on the caller's (jit::Executable picks
+// the faster), so the bits must not depend on the thread count.
+TEST(MatmulThreadsTest, TheSameBitsOnOneThreadAndOnTwo) {
+  const int saved = backend::cpu::intra_op_threads();
+  for (int64_t m : {1, 16, 64, 300}) {
+    for (int64_t k : {10, 256, 784}) {
+      for (int64_t n : {3, 256, 1000}) {
+        for (int t = 0; t < 4; ++t) {
+          const bool ta = (t & 1) != 0, tb = (t & 2) != 0;
+          const Tensor a = random_tensor(ta ? Shape{k, m} : Shape{m, k}, 1);
+          const Tensor b = random_tensor(tb ? Shape{n, k} : Shape{k, n}, 2);
+          backend::cpu::set_intra_op_threads(2);
+          const Tensor two = ops::matmul(a, b, {.transpose_a = ta, .transpose_b = tb});
+          backend::cpu::set_intra_op_threads(1);
+          const Tensor one = ops::matmul(a, b, {.transpose_a = ta, .transpose_b = tb});
+          EXPECT_TRUE(testing::same_bits(one, two)) << m << "x" << k << "x" << n << " ta=" << ta << " tb=" << tb;
+        }
+      }
+    }
+  }
+  backend::cpu::set_intra_op_threads(saved);
+}
+
+}  // namespace
+}  // namespace chorus
