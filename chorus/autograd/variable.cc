@@ -199,6 +199,9 @@ void Variable::assign(const Tensor& new_value) const {
     throw_error<ShapeError>("Variable '{}': cannot assign a value of shape {} to a variable of shape {}", path(),
                             new_value.shape().to_string(), shape().to_string());
   }
+  // A compiled step would not replay a host copy: a trace that assigns a traced value
+  // runs eagerly (BatchNormalization's moving statistics, for now).
+  note_host_read(new_value, "Variable::assign");
   if (impl_->devices == nullptr) {
     impl_->value.copy_from(new_value);
     return;

@@ -35,7 +35,8 @@ class Tracer final : public TraceObserver {
 
   // The first reason this call cannot be one static graph, or empty.
   const std::string& failure() const { return failure_; }
-  // The graph of the call that returned `results`. REQUIRES: failure() is empty.
+  // The graph of the call that returned `results`. Throws ValueError naming failure() when
+  // there is one (or a result no kernel wrote).
   Graph finish(std::span<const Tensor> results);
 
   void allocated(const Storage& storage) override;

@@ -1,8 +1,9 @@
 // Internal to Model (model.cc, model_steps.cc): the compiled forms of the default steps
-// under compile({.jit_compile = true}), and what each call's results mean, learned when
-// it was traced. Owned by its Model; one step at a time.
+// under compile({.jit_compile = true}), and what each call's values mean, learned when it
+// was traced. Owned by its Model; one step at a time.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "chorus/autograd/variable.h"
@@ -11,18 +12,22 @@
 
 namespace chorus::models {
 
-struct JitSteps {
-  // train: the whole default train step of a batch's leaves (forward pass, loss, gradients,
-  // the optimizer's update and the metrics as host nodes); returns the loss.
-  std::unique_ptr<jit::Function> train;
-  const Tree* batch = nullptr;  // the batch being run: its structure rebuilds the leaves
-  // Set by each trace (the same for every signature of one model): what the host nodes'
-  // inputs mean.
+// One step's compiled function of a batch's leaves, and the structures its host nodes'
+// inputs and its results have (set by each trace: the same for every signature).
+struct JitStep {
+  std::unique_ptr<jit::Function> function;
   Tree y, y_pred;
   bool has_sample_weight = false;
   int64_t rows = -1;
-  std::vector<autograd::Variable> variables;
-  std::vector<size_t> with_gradient;  // indices into variables
+};
+
+struct JitSteps {
+  // train: forward pass, loss, gradients, and the optimizer's update and the metrics as
+  // host nodes. test: forward pass, loss and the metrics. predict: the outputs' leaves.
+  JitStep train, test, predict;
+  const Tree* batch = nullptr;  // the batch being run: its structure rebuilds the leaves
+  std::vector<autograd::Variable> variables;  // the trainable weights, as traced
+  std::vector<size_t> with_gradient;          // indices into variables
 };
 
 }  // namespace chorus::models

@@ -90,6 +90,7 @@ struct PredictOptions {
   std::vector<Shared<Callback>> callbacks;
 };
 
+struct JitStep;   // jit_steps.h
 struct JitSteps;  // jit_steps.h
 
 class Model : public layers::Layer {
@@ -220,9 +221,9 @@ class Model : public layers::Layer {
   // The compiled steps when compile() asked for jit_compile and the step runs on one
   // device; nullptr otherwise.
   JitSteps* jit_steps();
-  Logs jit_train_step(JitSteps& jit, const Tree& batch);
+  std::vector<Tensor> run_compiled(JitSteps& jit, JitStep& step, const Tree& batch);
   void apply_gradients_node(JitSteps& jit, const std::vector<Tensor>& grads);
-  void update_metrics_node(JitSteps& jit, const Tensor& loss, const StepResult& step);
+  void update_metrics_node(JitStep& compiled, const Tensor& loss, const StepResult& step);
 
   // save()'s config.json (architecture and compile settings) and state.json, in `dir`.
   void write_model_description(const std::filesystem::path& dir) const;

@@ -87,8 +87,11 @@ JitSteps* Model::jit_steps() {
   jit_ = std::make_unique<JitSteps>();
   jit_owner_ = this;
   JitSteps& jit = *jit_;
-  jit.train = std::make_unique<jit::Function>(name() + "_train_step", [this, &jit](std::span<const Tensor> leaves) {
-    auto [x, y, sample_weight] = unpack(jit.batch->unflatten({leaves.begin(), leaves.end()}));
+  auto batch_of = [&jit](std::span<const Tensor> leaves) {
+    return unpack(jit.batch->unflatten({leaves.begin(), leaves.end()}));
+  };
+  jit.train.function = std::make_unique<jit::Function>(name() + "_train_step", [this, &jit, batch_of](auto leaves) {
+    auto [x, y, sample_weight] = batch_of(leaves);
     std::vector<Tensor> grads;
     StepResult step;
     Tensor loss;
@@ -100,8 +103,21 @@ JitSteps* Model::jit_steps() {
       grads = tape.gradient(loss, std::vector<Tensor>(jit.variables.begin(), jit.variables.end()));
     }
     apply_gradients_node(jit, grads);
-    update_metrics_node(jit, loss, step);
+    update_metrics_node(jit.train, loss, step);
     return std::vector<Tensor>{loss};
+  });
+  jit.test.function = std::make_unique<jit::Function>(name() + "_test_step", [this, &jit, batch_of](auto leaves) {
+    auto [x, y, sample_weight] = batch_of(leaves);
+    autograd::NoGradGuard no_grad;
+    const StepResult step = forward_step(x, y, sample_weight, /*training=*/false);
+    const Tensor loss = scalar_loss(step.loss);
+    update_metrics_node(jit.test, loss, step);
+    return std::vector<Tensor>{loss};
+  });
+  jit.predict.function = std::make_unique<jit::Function>(name() + "_predict_step", [this, &jit, batch_of](auto leaves) {
+    autograd::NoGradGuard no_grad;
+    jit.predict.y_pred = whole_outputs((*this)(batch_of(leaves).x, /*training=*/false));
+    return jit.predict.y_pred.flatten();
   });
   return jit_.get();
 }
@@ -125,19 +141,19 @@ void Model::apply_gradients_node(JitSteps& jit, const std::vector<Tensor>& grads
   });
 }
 
-// update_metrics as one host node of the compiled step, on the step's loss, targets,
+// update_metrics as one host node of a compiled step, on the step's loss, targets,
 // outputs and weights.
-void Model::update_metrics_node(JitSteps& jit, const Tensor& loss, const StepResult& step) {
-  jit.y = step.y;
-  jit.y_pred = step.y_pred;
-  jit.has_sample_weight = step.sample_weight.defined();
-  jit.rows = step.rows;
+void Model::update_metrics_node(JitStep& compiled, const Tensor& loss, const StepResult& step) {
+  compiled.y = step.y;
+  compiled.y_pred = step.y_pred;
+  compiled.has_sample_weight = step.sample_weight.defined();
+  compiled.rows = step.rows;
   std::vector<Tensor> in{loss};
   for (const Tree* tree : {&step.y, &step.y_pred}) {
     for (const Tensor& t : tree->flatten()) in.push_back(t);
   }
-  if (jit.has_sample_weight) in.push_back(step.sample_weight);
-  jit::launch_host("update_metrics", in, {}, [this, &jit](auto in, auto) {
+  if (compiled.has_sample_weight) in.push_back(step.sample_weight);
+  jit::launch_host("update_metrics", in, {}, [this, &compiled](auto in, auto) {
     size_t next = 1;
     auto take = [&](const Tree& structure) {
       const size_t n = structure.flatten().size();
@@ -145,21 +161,22 @@ void Model::update_metrics_node(JitSteps& jit, const Tensor& loss, const StepRes
       return structure.unflatten({in.begin() + static_cast<std::ptrdiff_t>(next - n),
                                   in.begin() + static_cast<std::ptrdiff_t>(next)});
     };
-    const Tree y = take(jit.y), y_pred = take(jit.y_pred);
-    update_metrics(in[0], y, y_pred, jit.has_sample_weight ? in[next] : Tensor(), jit.rows);
+    const Tree y = take(compiled.y), y_pred = take(compiled.y_pred);
+    update_metrics(in[0], y, y_pred, compiled.has_sample_weight ? in[next] : Tensor(), compiled.rows);
   });
 }
 
-// train_step as one compiled call: forward pass, loss, gradients, the optimizer's update
-// and the metrics.
-Logs Model::jit_train_step(JitSteps& jit, const Tree& batch) {
+// A whole step as one compiled call of `step`'s function on the batch's leaves.
+std::vector<Tensor> Model::run_compiled(JitSteps& jit, JitStep& step, const Tree& batch) {
   jit.batch = &batch;
-  (*jit.train)(batch.flatten());
-  return get_metrics_result();
+  return (*step.function)(batch.flatten());
 }
 
 Logs Model::train_step(const Tree& batch) {
-  if (JitSteps* jit = jit_steps()) return jit_train_step(*jit, batch);
+  if (JitSteps* jit = jit_steps()) {
+    run_compiled(*jit, jit->train, batch);
+    return get_metrics_result();
+  }
   auto [x, y, sample_weight] = unpack(batch);
   std::vector<Variable> variables;
   StepResult step;
@@ -187,6 +204,10 @@ Logs Model::train_step(const Tree& batch) {
 }
 
 Logs Model::test_step(const Tree& batch) {
+  if (JitSteps* jit = jit_steps()) {
+    run_compiled(*jit, jit->test, batch);
+    return get_metrics_result();
+  }
   auto [x, y, sample_weight] = unpack(batch);
   autograd::NoGradGuard no_grad;
   const StepResult step = forward_step(x, y, sample_weight, /*training=*/false);
@@ -208,6 +229,10 @@ void Model::build_on_first_row(const Tree& batch) {
 }
 
 Tree Model::predict_step(const Tree& batch) {
+  if (JitSteps* jit = jit_steps()) {
+    const std::vector<Tensor> outputs = run_compiled(*jit, jit->predict, batch);
+    return jit->predict.y_pred.unflatten(outputs);
+  }
   autograd::NoGradGuard no_grad;
   return whole_outputs((*this)(unpack(batch).x, /*training=*/false));
 }

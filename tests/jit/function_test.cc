@@ -129,6 +129,23 @@ TEST(JitFunctionTest, ControlFlowOnATensorsValueRunsEagerlyNamingTheRead) {
   EXPECT_TRUE(same_bits(f({x})[0], ops::negative(x)));
 }
 
+// A host copy into a variable (BatchNormalization's moving statistics) is no kernel a graph
+// could replay: the call runs eagerly, and the variable follows every call.
+TEST(JitFunctionTest, AssigningATracedValueToAVariableRunsEagerly) {
+  autograd::Variable total("total", zeros({3}), /*trainable=*/false);
+  jit::Function f("accumulate", [&](std::span<const Tensor> x) {
+    total.assign(ops::add(total.value(), x[0]));
+    return std::vector<Tensor>{ops::exp(x[0])};
+  });
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) f({ones({3})});
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warning.find("the host reads a traced tensor's values (Variable::assign of a (3,) tensor)"),
+            std::string::npos)
+      << warning;
+  EXPECT_EQ(total.value().to_vector<float>(), (std::vector<float>{3, 3, 3}));
+}
+
 TEST(JitFunctionTest, AShapeThatKeepsChangingWarnsOnceNamingTheArgument) {
   jit::Function f("scale", [](std::span<const Tensor> a) { return std::vector<Tensor>{ops::multiply(a[0], a[1])}; },
                   {.max_traces = 2});

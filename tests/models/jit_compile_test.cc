@@ -77,6 +77,27 @@ TEST_F(JitCompileTest, AStepThatCannotBeOneGraphRunsEagerlyWithAWarning) {
   EXPECT_EQ(jit_history.history.at("loss"), eager_history.history.at("loss"));
 }
 
+TEST_F(JitCompileTest, CompiledEvaluateAndPredictEqualTheEagerOnes) {
+  History history;
+  auto model = trained(false, "adam", &history);
+  const testing::Blobs data = testing::separable_blobs(100, 5);
+  const Logs eager_logs = model->evaluate(data.x, data.y, {.batch_size = 16, .verbose = 0});
+  const Tensor eager_predictions = model->predict(data.x, {.batch_size = 16}).tensor();
+  models::CompileOptions options = model->compile_options();
+  options.jit_compile = true;
+  model->compile(options);
+  ::setenv("CHORUS_JIT_DUMP", dir().c_str(), 1);
+  for (int i = 0; i < 2; ++i) {  // the second time from the compiled graphs
+    const Logs logs = model->evaluate(data.x, data.y, {.batch_size = 16, .verbose = 0});
+    EXPECT_EQ(std::vector<Logs::Entry>(logs.begin(), logs.end()),
+              std::vector<Logs::Entry>(eager_logs.begin(), eager_logs.end()));
+    EXPECT_TRUE(testing::same_bits(model->predict(data.x, {.batch_size = 16}).tensor(), eager_predictions));
+  }
+  ::unsetenv("CHORUS_JIT_DUMP");
+  EXPECT_EQ(dumped("_test_step.1.after.txt"), 1);
+  EXPECT_EQ(dumped("_predict_step.2.after.txt"), 1);  // batches of 16 and a last one of 4
+}
+
 TEST_F(JitCompileTest, SaveAndLoadKeepJitCompile) {
   History history;
   auto model = trained(true, "adam", &history);
