@@ -22,8 +22,13 @@ class TraceObserver {
   virtual void read_on_host(const Tensor& tensor, const char* how) = 0;
 };
 
-// This thread's observer, or nullptr (one thread-local load: cheap on every allocation).
-TraceObserver* trace_observer();
+namespace detail {
+inline constinit thread_local TraceObserver* t_trace_observer = nullptr;
+}  // namespace detail
+
+// This thread's observer, or nullptr: one thread-local load, inline, since every kernel
+// launch and allocation asks.
+inline TraceObserver* trace_observer() { return detail::t_trace_observer; }
 
 // Tell this thread's observer, if any (the calls core makes).
 void note_constant(const Tensor& tensor);

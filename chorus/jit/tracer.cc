@@ -30,11 +30,6 @@ Tracer::Tracer(std::string name, std::span<const Tensor> arguments) : scope_(thi
 
 Tracer::~Tracer() = default;
 
-Tracer* Tracer::current() {
-  TraceObserver* observer = trace_observer();
-  return observer == nullptr ? nullptr : dynamic_cast<Tracer*>(observer);
-}
-
 void Tracer::fail(std::string reason) {
   if (failure_.empty()) failure_ = std::move(reason);
 }

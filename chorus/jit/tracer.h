@@ -26,8 +26,11 @@ class Tracer final : public TraceObserver {
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
 
-  // The calling thread's tracer, or nullptr.
-  static Tracer* current();
+  // The calling thread's tracer, or nullptr (inline: every kernel launch asks).
+  static Tracer* current() {
+    TraceObserver* observer = trace_observer();
+    return observer == nullptr ? nullptr : dynamic_cast<Tracer*>(observer);
+  }
 
   // Adds `node` (op, kind, codes or kernel set; inputs and outputs left empty) launched on
   // `inputs` writing `outputs`.
