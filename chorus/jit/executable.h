@@ -33,11 +33,8 @@ class Executable {
   // arguments' shapes and dtypes (ValueError naming the first that differs).
   std::vector<Tensor> run(std::span<const Tensor> arguments);
 
-  const Graph& graph() const { return graph_; }
-  const MemoryPlan& plan() const { return plan_; }
   // How the nodes run: on the caller's budget, on one thread, or each as it ran faster.
   enum class Threads : uint8_t { kBudget, kOne, kPerNode };
-  Threads threads() const { return threads_; }
   // Whether the last run chose threads() (once, after kTuningRuns timed runs).
   bool just_tuned() const { return just_tuned_; }
   // The choice, each way's fastest run, and one line per node with its fastest time on the
