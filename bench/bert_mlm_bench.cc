@@ -15,9 +15,11 @@
 //   case fidelity  --preset DIR from bench/bert_hf_fidelity.py: the peer's model with
 //                  the peer's weights in Hugging Face naming, loaded by from_preset; the
 //                  logits of the masked positions and the loss against the peer's.
+// --jit-compile runs the steps compiled (model.jit_compile); first_step_s is the first
+// step's time, which then includes tracing and compiling it.
 // Usage: bert_mlm_bench [--data DIR] [--steps N] [--threads N] [--devices N] [--no-val]
-//                       [--torch-json FILE] [--case float32|mixed_bfloat16|scaling|fidelity]
-//                       [--preset DIR]
+//                       [--jit-compile] [--torch-json FILE]
+//                       [--case float32|mixed_bfloat16|scaling|fidelity] [--preset DIR]
 // Single-threaded driver; one JSON line per measurement (bench_util.h emit).
 #include <chrono>
 #include <fstream>
@@ -42,6 +44,7 @@ struct BertBenchArgs {
   int threads = 2;
   int devices = 0;  // 0: no distribution
   bool validate = true;
+  bool jit_compile = false;
   std::string torch_json;
   std::string bench_case = "float32";
   std::string preset;  // fidelity: the folder bert_hf_fidelity.py wrote
@@ -141,6 +144,7 @@ Tree masked_batch(const Tensor& ids, const text::MaskedLMMaskGenerator& masker, 
 class StepLosses : public models::Callback {
  public:
   void on_train_batch_end(int64_t batch, const models::Logs& logs) override {
+    if (batch == 0) first_step_end = Clock::now();
     const double mean = logs.at("loss"), acc = logs.at("sparse_categorical_accuracy");
     const int64_t rows = batch_rows.at(static_cast<size_t>(batch));
     const double total = static_cast<double>(seen + rows);
@@ -151,6 +155,7 @@ class StepLosses : public models::Callback {
   std::vector<int64_t> batch_rows;
   std::vector<double> losses, accuracies;
   std::vector<double> masked_rows;  // per batch, as the pipeline made them
+  Clock::time_point first_step_end;  // the first step traces and compiles under jit
 
  private:
   double loss_mean = 0, acc_mean = 0;
@@ -325,6 +330,7 @@ void run(const BertBenchArgs& args) {
                                             .unselectable_token_ids = {kPad, kCls, kSep, kMask, kUnk},
                                             .seed = 0});
   auto model = make_peer_model(peer.vocabulary_size, args.steps, args.devices);
+  model->set_jit_compile(args.jit_compile);
   auto losses = std::make_shared<StepLosses>();
   BatchCursor sizes{peer.train.dim(0)};
   for (int64_t s = 0; s < args.steps; ++s) losses->batch_rows.push_back(sizes.next().second);
@@ -341,7 +347,9 @@ void run(const BertBenchArgs& args) {
   const auto start = Clock::now();
   model->fit(batches, {.epochs = 1, .verbose = 0, .callbacks = {losses}, .steps_per_epoch = args.steps});
   const double train_s = std::chrono::duration<double>(Clock::now() - start).count();
+  const double first_step_s = std::chrono::duration<double>(losses->first_step_end - start).count();
   nlohmann::json record = {{"bench", "bert_mlm"}, {"case", args.bench_case}, {"threads", args.threads},
+                           {"jit_compile", args.jit_compile}, {"first_step_s", first_step_s},
                            {"devices", args.devices}, {"steps", args.steps}, {"batch", kBatch},
                            {"seq_len", kSequence}, {"vocab", peer.vocabulary_size}, {"params", model->count_params()},
                            {"prep_s", peer.prep_s}, {"train_wall_s", train_s},
@@ -383,6 +391,7 @@ int main(int argc, char** argv) {
     else if (a == "--threads") args.threads = std::stoi(value());
     else if (a == "--devices") args.devices = std::stoi(value());
     else if (a == "--no-val") args.validate = false;
+    else if (a == "--jit-compile") args.jit_compile = true;
     else if (a == "--torch-json") args.torch_json = value();
     else if (a == "--case") args.bench_case = value();
     else if (a == "--preset") args.preset = value();

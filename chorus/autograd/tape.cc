@@ -5,9 +5,9 @@
 #include <cassert>
 #include <cstring>
 
-#include "chorus/backend/cpu/parallel.h"
 #include "chorus/core/creation.h"
 #include "chorus/core/sharding.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/profiler/profiler.h"
 
 namespace chorus::autograd {
@@ -47,21 +47,7 @@ Tensor add_gradients(const char* op, const Tensor& a, const Tensor& b) {
                 dtype_name(a.dtype()), b.shape().to_string(), dtype_name(b.dtype()));
   }
   Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
-  // Split across threads: a tied embedding's two gradients are 4M floats.
-  constexpr int64_t kGrain = 1 << 15;
-  if (a.dtype() == kFloat32) {
-    const float *x = a.data<float>(), *y = b.data<float>();
-    float* z = out.data<float>();
-    backend::cpu::parallel_for(a.numel(), kGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) z[i] = x[i] + y[i];
-    });
-  } else {
-    const bfloat16 *x = a.data<bfloat16>(), *y = b.data<bfloat16>();
-    bfloat16* z = out.data<bfloat16>();
-    backend::cpu::parallel_for(a.numel(), kGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) z[i] = bfloat16(float(x[i]) + float(y[i]));
-    });
-  }
+  jit::launch_binary("add_gradients", backend::cpu::BinaryOp::kAdd, a, b, out);
   return out;
 }
 

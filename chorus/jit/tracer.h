@@ -65,13 +65,18 @@ class Tracer final : public TraceObserver {
 // Runs `kernel(inputs, outputs)` and records it when the calling thread traces. `kernel`
 // must read nothing but its arguments and what it captures by value (see Kernel).
 template <class F>
+void launch(const char* op, std::span<const Tensor> inputs, std::span<const Tensor> outputs, F&& kernel) {
+  kernel(inputs, outputs);
+  if (Tracer* tracer = Tracer::current()) [[unlikely]] {
+    tracer->record(Node{.op = op, .kind = NodeKind::kKernel, .kernel = Kernel(std::forward<F>(kernel))}, inputs,
+                   outputs);
+  }
+}
+template <class F>
 void launch(const char* op, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor> outputs,
             F&& kernel) {
-  const std::span<const Tensor> in(inputs.begin(), inputs.size()), out(outputs.begin(), outputs.size());
-  kernel(in, out);
-  if (Tracer* tracer = Tracer::current()) [[unlikely]] {
-    tracer->record(Node{.op = op, .kind = NodeKind::kKernel, .kernel = Kernel(std::forward<F>(kernel))}, in, out);
-  }
+  launch(op, std::span<const Tensor>(inputs.begin(), inputs.size()),
+         std::span<const Tensor>(outputs.begin(), outputs.size()), std::forward<F>(kernel));
 }
 
 // Runs `kernel(inputs, outputs)` as one node whose insides are not traced: host code that

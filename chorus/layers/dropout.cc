@@ -5,6 +5,7 @@
 
 #include "chorus/backend/cpu/random_kernels.h"
 #include "chorus/core/creation.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/layers/layer_util.h"
 #include "chorus/ops/ops.h"
 #include "chorus/step/replica_context.h"
@@ -18,16 +19,19 @@ std::string dims_string(const std::vector<int64_t>& dims) {
   return out + (dims.size() == 1 ? ",)" : ")");
 }
 
-// A mask of `shape` in `dtype`: 0 with probability `rate`, else 1 / (1 - rate). Element
-// i is decided by word j % 4 of Philox block j / 4 under `key`, j = first + i, so the
-// mask does not depend on the thread count, and a replica's slice of a global batch
+// Fills `mask` (float32 or bfloat16): 0 with probability `rate`, else 1 / (1 - rate).
+// Element i is decided by word j % 4 of Philox block j / 4 under `key`, j = first + i, so
+// the mask does not depend on the thread count, and a replica's slice of a global batch
 // (first = its first element) gets its part of the one global mask.
-template <class T>
-void fill_mask(T* out, int64_t n, uint64_t key, double rate, int64_t first) {
+void fill_mask(const Tensor& mask, uint64_t key, double rate, int64_t first) {
   const float keep_scale = rate >= 1 ? 0.0f : static_cast<float>(1.0 / (1.0 - rate));  // 0, not 0 * inf
   // With u = k / 2^24 for the top 24 bits k of a word: u < rate  <=>  k < ceil(rate * 2^24).
   const auto threshold = static_cast<uint32_t>(std::ceil(rate * 16777216.0));
-  backend::cpu::dropout_mask(key, first, threshold, keep_scale, out, n);
+  if (mask.dtype() == kFloat32) {
+    backend::cpu::dropout_mask(key, first, threshold, keep_scale, mask.data<float>(), mask.numel());
+  } else {
+    backend::cpu::dropout_mask(key, first, threshold, keep_scale, mask.data<bfloat16>(), mask.numel());
+  }
 }
 
 }  // namespace
@@ -78,8 +82,7 @@ Tensor Dropout::draw_mask(const Shape& shape, DType dtype) {
   // the step draws sub-stream base + i on every replica, as one device would, and takes
   // the rows of its slice of that global mask: the masks do not depend on how the batch
   // is split, nor on whether it is split at all.
-  uint64_t key;
-  int64_t first = 0;
+  Tensor mask = Tensor::empty(shape, dtype);
   if (auto* replica = step::ReplicaContext::current()) {
     const uint64_t index = replica->call_in_step(this);
     uint64_t call;
@@ -89,19 +92,17 @@ Tensor Dropout::draw_mask(const Shape& shape, DType dtype) {
       call = step_base_->second + index;
       if (calls_.load() < call + 1) calls_.store(call + 1);
     }
-    key = generator_.fork(call).key();
+    int64_t first = 0;
     if (shape.rank() > 0 && shape[0] == replica->local_rows() && shape[0] > 0) {
       first = replica->row_offset() * (shape.numel() / shape[0]);
     }
-  } else {
-    key = generator_.fork(calls_.fetch_add(1)).key();
+    fill_mask(mask, generator_.fork(call).key(), rate_, first);
+    return mask;
   }
-  Tensor mask = Tensor::empty(shape, dtype);
-  if (dtype == kFloat32) {
-    fill_mask(mask.data<float>(), mask.numel(), key, rate_, first);
-  } else {
-    fill_mask(mask.data<bfloat16>(), mask.numel(), key, rate_, first);
-  }
+  // A node of its own in a compiled step, which draws the next call's mask at every run.
+  jit::launch_host("dropout_mask", {}, std::span(&mask, 1), [this](auto, auto out) {
+    fill_mask(out[0], generator_.fork(calls_.fetch_add(1)).key(), rate_, 0);
+  });
   return mask;
 }
 

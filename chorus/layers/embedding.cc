@@ -1,6 +1,7 @@
 #include "chorus/layers/embedding.h"
 
 #include "chorus/backend/cpu/gather_kernels.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/layers/layer_util.h"
 #include "chorus/ops/ops.h"
 
@@ -46,11 +47,15 @@ void Embedding::build(const Tree& /*inputs*/) {
 Tree Embedding::call(const Tree& inputs, bool /*training*/) {
   Tensor indices = detail::single_input(inputs, name());
   if (!is_integer(indices.dtype())) indices = ops::cast(indices, kInt32);
-  if (indices.dtype() == kInt32) {
-    check_indices<int32_t>(indices, input_dim_, name());
-  } else {
-    check_indices<int64_t>(indices, input_dim_, name());
-  }
+  // A node of its own in a compiled step, so that every run checks its batch.
+  jit::launch_host("embedding_check", std::span(&indices, 1), {},
+                   [input_dim = input_dim_, layer = name()](auto in, auto) {
+                     if (in[0].dtype() == kInt32) {
+                       check_indices<int32_t>(in[0], input_dim, layer);
+                     } else {
+                       check_indices<int64_t>(in[0], input_dim, layer);
+                     }
+                   });
   // indices: S -> (S..., output_dim)
   const Tensor rows = ops::take(embeddings_.value(), indices, 0);
   return rows.dtype() == compute_dtype() ? rows : ops::cast(rows, compute_dtype());

@@ -5,6 +5,7 @@
 // The gather flattens (B, T) to one axis so it is one take with a scatter-add gradient.
 #include "chorus/layers/masked_lm_head.h"
 
+#include "chorus/jit/tracer.h"
 #include "chorus/layers/layer_util.h"
 #include "chorus/ops/ops.h"
 
@@ -60,23 +61,26 @@ MaskedLMHeadInputs unpack_head_inputs(const std::string& layer, const Tree& inpu
   return in;
 }
 
-// Row indices into inputs reshaped to (B * T, H): b * T + mask_positions[b, m].
+// Row indices into inputs reshaped to (B * T, H): b * T + mask_positions[b, m]. A kernel
+// of its own, so that a compiled step computes (and checks) them at every run.
 Tensor flat_rows(const std::string& layer, const Tensor& positions, int64_t sequence) {
   const Tensor p = ops::cast(positions, kInt64);
-  const int64_t batch = p.dim(0), masks = p.dim(1);
-  Tensor rows = Tensor::empty({batch * masks}, kInt32);
-  const int64_t* src = p.data<int64_t>();
-  int32_t* dst = rows.data<int32_t>();
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t m = 0; m < masks; ++m) {
-      const int64_t pos = src[b * masks + m];
-      if (pos < 0 || pos >= sequence) {
-        throw_error<IndexError>("{}: mask_positions[{}, {}] = {} is outside the sequence [0, {})", layer, b, m, pos,
-                                sequence);
+  Tensor rows = Tensor::empty({p.dim(0) * p.dim(1)}, kInt32);
+  jit::launch("mask_rows", {p}, {rows}, [layer, sequence](auto in, auto out) {
+    const int64_t batch = in[0].dim(0), masks = in[0].dim(1);
+    const int64_t* src = in[0].template data<int64_t>();
+    int32_t* dst = out[0].template data<int32_t>();
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t m = 0; m < masks; ++m) {
+        const int64_t pos = src[b * masks + m];
+        if (pos < 0 || pos >= sequence) {
+          throw_error<IndexError>("{}: mask_positions[{}, {}] = {} is outside the sequence [0, {})", layer, b, m, pos,
+                                  sequence);
+        }
+        dst[b * masks + m] = static_cast<int32_t>(b * sequence + pos);
       }
-      dst[b * masks + m] = static_cast<int32_t>(b * sequence + pos);
     }
-  }
+  });
   return rows;
 }
 

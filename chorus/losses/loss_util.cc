@@ -115,7 +115,7 @@ std::pair<Tensor, Tensor> aligned_pair(const std::string& name, const Tensor& y_
 Tensor reduce_weighted(const std::string& name, const Tensor& losses, const Tensor& sample_weight,
                        const std::string& reduction) {
   Tensor weighted = as_float32(losses);
-  double weight_total = 0;  // the weights summed over the losses' shape
+  Tensor weight_total;  // mean_with_sample_weight: the weights summed over the losses' shape
   if (sample_weight.defined()) {
     auto [values, weight] = squeeze_or_expand_to_same_rank(weighted, as_float32(sample_weight));
     if (is_leading_prefix(weight.shape(), values.shape())) {
@@ -128,19 +128,22 @@ Tensor reduce_weighted(const std::string& name, const Tensor& losses, const Tens
                               sample_weight.shape().to_string(), losses.shape().to_string());
     }
     weighted = ops::multiply(values, weight);
-    if (reduction == "mean_with_sample_weight" && weight.numel() > 0) {
-      weight_total = static_cast<double>(ops::sum(weight).item<float>()) * static_cast<double>(values.numel()) /
-                     static_cast<double>(weight.numel());
+    if (reduction == "mean_with_sample_weight") {
+      weight_total = ops::sum(weight);
+      if (weight.numel() != values.numel()) {
+        weight_total = ops::multiply(
+            weight_total, scalar(static_cast<double>(values.numel()) / static_cast<double>(std::max<int64_t>(weight.numel(), 1))));
+      }
     }
-  } else {
-    weight_total = static_cast<double>(weighted.numel());
   }
   if (reduction == "none") return weighted;
   if (reduction == "sum") return ops::sum(weighted);
   if (reduction == "mean_with_sample_weight") {
-    // divide_no_nan: a batch whose weights are all 0 has loss 0. Weights are inputs, so
-    // the divisor is a constant of the step, not a path for gradients.
-    return ops::divide(ops::sum(weighted), scalar(weight_total == 0 ? 1.0 : weight_total));
+    // divide_no_nan: a batch whose weights are all 0 has loss 0. A tensor, not a host
+    // number, so that a compiled step divides by each batch's own total.
+    if (!weight_total.defined()) weight_total = scalar(static_cast<double>(weighted.numel()));
+    const Tensor zero = scalar(0.0f);
+    return ops::divide(ops::sum(weighted), ops::where(ops::equal(weight_total, zero), scalar(1.0f), weight_total));
   }
   const int64_t count = std::max<int64_t>(weighted.numel(), 1);  // an empty batch sums to 0
   return ops::divide(ops::sum(weighted), scalar(static_cast<double>(count)));

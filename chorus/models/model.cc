@@ -62,6 +62,12 @@ void Model::compile(CompileOptions options) {
   reset_metrics();
 }
 
+void Model::set_jit_compile(bool jit_compile) {
+  compile_options_.jit_compile = jit_compile;
+  jit_.reset();
+  jit_owner_ = nullptr;
+}
+
 optimizers::Optimizer& Model::optimizer() const {
   if (!optimizer_) throw_error<ValueError>("{}: the model has no optimizer; call compile() first", name());
   return *optimizer_;

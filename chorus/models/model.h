@@ -45,11 +45,12 @@ struct CompileOptions {
   // must override compute_loss.
   Shared<losses::Loss> loss;
   std::vector<Shared<metrics::Metric>> metrics;
-  // Keras's jit_compile: the default train, test and predict steps' forward pass, loss and
-  // gradients run as a traced, fused, memory-planned graph per batch shape (jit::Function);
-  // the optimizer's update and the metrics stay eager. A step that cannot be one static
-  // graph (an op with no compiled form, such as Dropout's masks) runs eagerly with a
-  // warning; so do distributed steps and overridden train_step/test_step, for now.
+  // Keras's jit_compile: the default train, test and predict steps run as a traced, fused,
+  // memory-planned graph per batch shape (jit::Function); the optimizer's update, the
+  // metrics and Dropout's masks are nodes whose host code runs at every step. A step that
+  // cannot be one static graph (an op with no compiled form, such as top_k's gradient)
+  // runs eagerly with a warning; so do distributed steps and overridden
+  // train_step/test_step, for now. Model::set_jit_compile changes it after compile().
   bool jit_compile = false;
 };
 
@@ -109,6 +110,10 @@ class Model : public layers::Layer {
   // scope): fit, evaluate and predict then split each batch over its replicas.
   void compile(CompileOptions options);
   bool compiled() const { return optimizer_ != nullptr; }
+  // Keras's Model.jit_compile, readable and settable after compile(): setting it drops the
+  // compiled steps, so the next step traces again (or runs eagerly).
+  bool jit_compile() const { return compile_options_.jit_compile; }
+  void set_jit_compile(bool jit_compile);
 
   // Trains on (x, y[, sample_weight]) batches of `data` for options.epochs epochs.
   // Throws ValueError before doing anything if the model is not compiled.

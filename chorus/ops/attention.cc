@@ -10,14 +10,18 @@
 //           dQ = dS K;  dK = dS^T Q. Five batched matmuls and one row pass.
 #include "chorus/ops/attention.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "chorus/autograd/tape.h"
 #include "chorus/backend/cpu/attention_kernels.h"
 #include "chorus/backend/cpu/matmul.h"
 #include "chorus/core/creation.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/ops/elementwise.h"
 #include "chorus/ops/reduce_plan.h"
 #include "chorus/ops/sharded_ops.h"
@@ -41,33 +45,40 @@ AttentionDims heads_layout_t(int64_t x, int64_t n, int64_t d) { return {x * n * 
 AttentionDims rows_layout(int64_t n, int64_t x, int64_t y) { return {n * x * y, x * y, y, 1}; }
 AttentionDims rows_layout_t(int64_t n, int64_t x, int64_t y) { return {n * x * y, x * y, 1, y}; }
 
-struct AttentionOperand {
-  AttentionDims dims, strides;
-  const float* data;
-};
+// One batched product c (B, N, M, K) = a (B, N, M, L) @ b (B, N, L, K) over buffers read
+// through strides (the layouts above): a description only, so that a compiled step's
+// kernel owns a copy of it.
+struct AttentionProduct {
+  AttentionDims a_dims, a_strides, b_dims, b_strides, c_dims, c_strides;
 
-// c = a @ b over the (B, N) batch, c read through `c_strides` and filling all of `out`.
-// An empty inner dimension gives zeros.
-void attention_matmul(const AttentionOperand& a, const AttentionOperand& b, const AttentionDims& c_dims,
-                      const AttentionDims& c_strides, Tensor& out) {
-  if (out.numel() == 0) return;
-  if (a.dims[3] == 0) {
-    out.copy_from(zeros(out.shape()));
-    return;
+  // out = a @ b, filling all of `out`; an empty inner dimension gives zeros.
+  void operator()(const float* a, const float* b, const Tensor& out) const {
+    if (out.numel() == 0) return;
+    float* c = out.data<float>();
+    if (a_dims[3] == 0) {
+      std::fill(c, c + out.numel(), 0.0f);
+      return;
+    }
+    backend::cpu::MatmulProblem p;
+    p.rank = 4;
+    p.dtype = kFloat32;
+    for (int i = 0; i < 4; ++i) {
+      p.a_dims[i] = a_dims[i];
+      p.a_strides[i] = a_strides[i];
+      p.b_dims[i] = b_dims[i];
+      p.b_strides[i] = b_strides[i];
+      p.c_dims[i] = c_dims[i];
+      p.c_strides[i] = c_strides[i];
+    }
+    backend::cpu::matmul(p, a, b, c);
   }
-  backend::cpu::MatmulProblem p;
-  p.rank = 4;
-  p.dtype = kFloat32;
-  for (int i = 0; i < 4; ++i) {
-    p.a_dims[i] = a.dims[i];
-    p.a_strides[i] = a.strides[i];
-    p.b_dims[i] = b.dims[i];
-    p.b_strides[i] = b.strides[i];
-    p.c_dims[i] = c_dims[i];
-    p.c_strides[i] = c_strides[i];
+  // out = in[0] @ in[1] as one launched kernel.
+  void launch(const Tensor& a, const Tensor& b, const Tensor& out) const {
+    jit::launch("attention_matmul", {a, b}, {out}, [product = *this](auto in, auto result) {
+      product(in[0].template data<float>(), in[1].template data<float>(), result[0]);
+    });
   }
-  backend::cpu::matmul(p, a.data, b.data, out.data<float>());
-}
+};
 
 void check_attention_dtypes(const Tensor& q, const Tensor& k, const Tensor& v) {
   for (const Tensor* t : {&q, &k, &v}) {
@@ -144,71 +155,130 @@ Tensor resolve_attention_dropout(const Tensor& dropout, const AttentionSizes& z)
   return to_float32(dropout);
 }
 
-backend::cpu::AttentionRows attention_row_pass(const AttentionSizes& z, float scale, const AttentionMask& mask,
-                                               const Tensor& dropout) {
-  backend::cpu::AttentionRows r;
-  r.batch = z.b;
-  r.heads = z.n;
-  r.queries = z.t;
-  r.keys = z.s;
-  r.scale = scale;
-  if (mask.values.defined()) {
-    r.mask = mask.values.data<float>();
-    r.mask_strides = mask.strides;
+// The products of the forward and backward passes, over the layouts above.
+AttentionProduct scores_product(const AttentionSizes& z) {  // S = Q K^T
+  return {{z.b, z.n, z.t, z.dk}, heads_layout(z.t, z.n, z.dk), {z.b, z.n, z.dk, z.s}, heads_layout_t(z.s, z.n, z.dk),
+          {z.b, z.n, z.t, z.s},  rows_layout(z.n, z.t, z.s)};
+}
+AttentionProduct output_product(const AttentionSizes& z) {  // O = P' V
+  return {{z.b, z.n, z.t, z.s},  rows_layout(z.n, z.t, z.s), {z.b, z.n, z.s, z.dv}, heads_layout(z.s, z.n, z.dv),
+          {z.b, z.n, z.t, z.dv}, heads_layout(z.t, z.n, z.dv)};
+}
+AttentionProduct value_grad_product(const AttentionSizes& z) {  // dV = P'^T dO
+  return {{z.b, z.n, z.s, z.t},  rows_layout_t(z.n, z.t, z.s), {z.b, z.n, z.t, z.dv}, heads_layout(z.t, z.n, z.dv),
+          {z.b, z.n, z.s, z.dv}, heads_layout(z.s, z.n, z.dv)};
+}
+AttentionProduct dropped_grad_product(const AttentionSizes& z) {  // dP' = dO V^T
+  return {{z.b, z.n, z.t, z.dv}, heads_layout(z.t, z.n, z.dv), {z.b, z.n, z.dv, z.s}, heads_layout_t(z.s, z.n, z.dv),
+          {z.b, z.n, z.t, z.s},  rows_layout(z.n, z.t, z.s)};
+}
+AttentionProduct query_grad_product(const AttentionSizes& z) {  // dQ = dS K
+  return {{z.b, z.n, z.t, z.s},  rows_layout(z.n, z.t, z.s), {z.b, z.n, z.s, z.dk}, heads_layout(z.s, z.n, z.dk),
+          {z.b, z.n, z.t, z.dk}, heads_layout(z.t, z.n, z.dk)};
+}
+AttentionProduct key_grad_product(const AttentionSizes& z) {  // dK = dS^T Q
+  return {{z.b, z.n, z.s, z.t},  rows_layout_t(z.n, z.t, z.s), {z.b, z.n, z.t, z.dk}, heads_layout(z.t, z.n, z.dk),
+          {z.b, z.n, z.s, z.dk}, heads_layout(z.s, z.n, z.dk)};
+}
+
+// The row pass's settings; the mask and dropout tensors are a kernel's inputs, so a
+// compiled step reads them where each run puts them.
+struct AttentionRowPass {
+  AttentionSizes z;
+  float scale = 1;
+  std::array<int64_t, 4> mask_strides{};
+  bool has_mask = false, has_dropout = false;
+
+  // The rows over `mask` and `dropout` (either may be undefined when absent).
+  backend::cpu::AttentionRows rows(const Tensor& mask, const Tensor& dropout) const {
+    backend::cpu::AttentionRows r;
+    r.batch = z.b;
+    r.heads = z.n;
+    r.queries = z.t;
+    r.keys = z.s;
+    r.scale = scale;
+    if (has_mask) {
+      r.mask = mask.data<float>();
+      r.mask_strides = mask_strides;
+    }
+    if (has_dropout) r.dropout = dropout.data<float>();
+    return r;
   }
-  if (dropout.defined()) r.dropout = dropout.data<float>();
-  return r;
+  // Appends the mask and dropout multipliers that are present to a kernel's inputs.
+  void add_inputs(std::vector<Tensor>& inputs, const Tensor& mask, const Tensor& dropout) const {
+    if (has_mask) inputs.push_back(mask);
+    if (has_dropout) inputs.push_back(dropout);
+  }
+  // The mask and dropout among a kernel's inputs, from `first` on.
+  std::pair<Tensor, Tensor> from_inputs(std::span<const Tensor> in, size_t first) const {
+    const Tensor mask = has_mask ? in[first++] : Tensor();
+    return {mask, has_dropout ? in[first] : Tensor()};
+  }
+};
+
+// The forward pass as one kernel: in = {q, k, v[, mask][, dropout]} (float32),
+// out = {probabilities, output[, dropped probabilities]}.
+void attention_forward(const AttentionRowPass& pass, std::span<const Tensor> in, std::span<const Tensor> out) {
+  const AttentionSizes& z = pass.z;
+  const auto [mask, dropout] = pass.from_inputs(in, 3);
+  const Tensor& probabilities = out[0];
+  const Tensor& dropped = pass.has_dropout ? out[2] : probabilities;
+  scores_product(z)(in[0].data<float>(), in[1].data<float>(), probabilities);
+  if (probabilities.numel() > 0) {
+    backend::cpu::attention_softmax_forward(pass.rows(mask, dropout), probabilities.data<float>(),
+                                            pass.has_dropout ? dropped.data<float>() : nullptr);
+  }
+  output_product(z)(dropped.data<float>(), in[2].data<float>(), out[1]);
+}
+
+// dS, the gradient of the raw scores, as one kernel: in = {dO, V, P[, dP][, mask][,
+// dropout]}, out = {dS}: dP' = dO V^T, then the row pass.
+void attention_scores_grad(const AttentionRowPass& pass, bool has_extra, std::span<const Tensor> in,
+                           std::span<const Tensor> out) {
+  const Tensor& ds = out[0];
+  dropped_grad_product(pass.z)(in[0].data<float>(), in[1].data<float>(), ds);
+  if (ds.numel() == 0) return;
+  const auto [mask, dropout] = pass.from_inputs(in, has_extra ? 4 : 3);
+  backend::cpu::attention_softmax_backward(pass.rows(mask, dropout), in[2].data<float>(),
+                                           has_extra ? in[3].data<float>() : nullptr, ds.data<float>());
 }
 
 // Everything backward needs, in float32.
 struct AttentionSaved {
-  AttentionSizes z;
-  float scale;
-  Tensor q, k, v, probabilities, dropout;
-  AttentionMask mask;
+  AttentionRowPass pass;
+  Tensor q, k, v, probabilities, mask, dropout;
   bool need_q, need_k, need_v;
   DType dtype;
 };
 
 std::vector<Tensor> attention_backward(const AttentionSaved& sv, std::span<const Tensor> g) {
-  const AttentionSizes& z = sv.z;
+  const AttentionSizes& z = sv.pass.z;
   const Tensor go = g[0].defined() ? to_float32(g[0]) : zeros({z.b, z.t, z.n, z.dv});  // dO (B, T, N, Dv)
   const Tensor gp = g[1].defined() ? to_float32(g[1]) : Tensor();                      // (B, N, T, S)
   std::vector<Tensor> grads(3);
   if (sv.need_v) {
-    // dV (B, S, N, Dv) = P'^T (B, N, S, T) @ dO (B, N, T, Dv)
     const Tensor pd = sv.dropout.defined() ? multiply(sv.probabilities, sv.dropout) : sv.probabilities;
     Tensor dv = Tensor::empty({z.b, z.s, z.n, z.dv});
-    attention_matmul({{z.b, z.n, z.s, z.t}, rows_layout_t(z.n, z.t, z.s), pd.data<float>()},
-                   {{z.b, z.n, z.t, z.dv}, heads_layout(z.t, z.n, z.dv), go.data<float>()}, {z.b, z.n, z.s, z.dv},
-                   heads_layout(z.s, z.n, z.dv), dv);
+    value_grad_product(z).launch(pd, go, dv);
     grads[2] = from_float32(dv, sv.dtype);
   }
   if (!sv.need_q && !sv.need_k) return grads;
-  // dS (B, N, T, S): dP' = dO (B, N, T, Dv) @ V^T (B, N, Dv, S), then the row pass.
   Tensor ds = Tensor::empty(z.scores());
-  attention_matmul({{z.b, z.n, z.t, z.dv}, heads_layout(z.t, z.n, z.dv), go.data<float>()},
-                 {{z.b, z.n, z.dv, z.s}, heads_layout_t(z.s, z.n, z.dv), sv.v.data<float>()}, {z.b, z.n, z.t, z.s},
-                 rows_layout(z.n, z.t, z.s), ds);
-  if (ds.numel() > 0) {
-    backend::cpu::attention_softmax_backward(attention_row_pass(z, sv.scale, sv.mask, sv.dropout),
-                                             sv.probabilities.data<float>(),
-                                             gp.defined() ? gp.data<float>() : nullptr, ds.data<float>());
-  }
+  std::vector<Tensor> inputs{go, sv.v, sv.probabilities};
+  if (gp.defined()) inputs.push_back(gp);
+  sv.pass.add_inputs(inputs, sv.mask, sv.dropout);
+  jit::launch("attention_scores_grad", inputs, std::span(&ds, 1),
+              [pass = sv.pass, has_extra = gp.defined()](auto in, auto out) {
+                attention_scores_grad(pass, has_extra, in, out);
+              });
   if (sv.need_q) {
-    // dQ (B, T, N, Dk) = dS (B, N, T, S) @ K (B, N, S, Dk)
     Tensor dq = Tensor::empty({z.b, z.t, z.n, z.dk});
-    attention_matmul({{z.b, z.n, z.t, z.s}, rows_layout(z.n, z.t, z.s), ds.data<float>()},
-                   {{z.b, z.n, z.s, z.dk}, heads_layout(z.s, z.n, z.dk), sv.k.data<float>()}, {z.b, z.n, z.t, z.dk},
-                   heads_layout(z.t, z.n, z.dk), dq);
+    query_grad_product(z).launch(ds, sv.k, dq);
     grads[0] = from_float32(dq, sv.dtype);
   }
   if (sv.need_k) {
-    // dK (B, S, N, Dk) = dS^T (B, N, S, T) @ Q (B, N, T, Dk)
     Tensor dk = Tensor::empty({z.b, z.s, z.n, z.dk});
-    attention_matmul({{z.b, z.n, z.s, z.t}, rows_layout_t(z.n, z.t, z.s), ds.data<float>()},
-                   {{z.b, z.n, z.t, z.dk}, heads_layout(z.t, z.n, z.dk), sv.q.data<float>()}, {z.b, z.n, z.s, z.dk},
-                   heads_layout(z.s, z.n, z.dk), dk);
+    key_grad_product(z).launch(ds, sv.q, dk);
     grads[1] = from_float32(dk, sv.dtype);
   }
   return grads;
@@ -268,27 +338,24 @@ AttentionOutputs dot_product_attention(const Tensor& query, const Tensor& key, c
   const AttentionMask mask = resolve_attention_mask(options.mask, z);
   const Tensor dropout = resolve_attention_dropout(options.dropout_mask, z);
   const Tensor q = to_float32(query), k = to_float32(key), v = to_float32(value);
+  const AttentionRowPass pass{.z = z,
+                              .scale = scale,
+                              .mask_strides = mask.strides,
+                              .has_mask = mask.values.defined(),
+                              .has_dropout = dropout.defined()};
 
-  // P (B, N, T, S) = softmax(mask(Q (B, N, T, Dk) @ K^T (B, N, Dk, S) * scale))
-  Tensor probabilities = Tensor::empty(z.scores());
-  attention_matmul({{z.b, z.n, z.t, z.dk}, heads_layout(z.t, z.n, z.dk), q.data<float>()},
-                 {{z.b, z.n, z.dk, z.s}, heads_layout_t(z.s, z.n, z.dk), k.data<float>()}, {z.b, z.n, z.t, z.s},
-                 rows_layout(z.n, z.t, z.s), probabilities);
-  Tensor dropped = dropout.defined() ? Tensor::empty(z.scores()) : probabilities;
-  if (probabilities.numel() > 0) {
-    backend::cpu::attention_softmax_forward(attention_row_pass(z, scale, mask, dropout), probabilities.data<float>(),
-                                            dropout.defined() ? dropped.data<float>() : nullptr);
-  }
-  // O (B, T, N, Dv) = P' (B, N, T, S) @ V (B, N, S, Dv)
-  Tensor output = Tensor::empty({z.b, z.t, z.n, z.dv});
-  attention_matmul({{z.b, z.n, z.t, z.s}, rows_layout(z.n, z.t, z.s), dropped.data<float>()},
-                 {{z.b, z.n, z.s, z.dv}, heads_layout(z.s, z.n, z.dv), v.data<float>()}, {z.b, z.n, z.t, z.dv},
-                 heads_layout(z.t, z.n, z.dv), output);
+  // P (B, N, T, S) = softmax(mask(Q K^T * scale)); O (B, T, N, Dv) = P' V.
+  Tensor probabilities = Tensor::empty(z.scores()), output = Tensor::empty({z.b, z.t, z.n, z.dv});
+  std::vector<Tensor> inputs{q, k, v}, outputs{probabilities, output};
+  pass.add_inputs(inputs, mask.values, dropout);
+  if (pass.has_dropout) outputs.push_back(Tensor::empty(z.scores()));
+  jit::launch("dot_product_attention", inputs, outputs,
+              [pass](auto in, auto result) { attention_forward(pass, in, result); });
 
   AttentionOutputs out{from_float32(output, query.dtype()), from_float32(probabilities, query.dtype())};
   autograd::record("dot_product_attention", {query, key, value}, {out.output, out.probabilities}, [&] {
-    AttentionSaved sv{z,    scale, q, k, v, probabilities, dropout, mask, autograd::needs_gradient(query),
-             autograd::needs_gradient(key), autograd::needs_gradient(value), query.dtype()};
+    AttentionSaved sv{pass, q, k, v, probabilities, mask.values, dropout, autograd::needs_gradient(query),
+                      autograd::needs_gradient(key), autograd::needs_gradient(value), query.dtype()};
     return [sv = std::move(sv)](std::span<const Tensor> g) { return attention_backward(sv, g); };
   });
   return out;

@@ -4,6 +4,7 @@
 
 #include "chorus/autograd/tape.h"
 #include "chorus/core/creation.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/ops/elementwise.h"
 #include "chorus/ops/elementwise_detail.h"
 #include "chorus/ops/reduction.h"
@@ -46,7 +47,8 @@ Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
   detail::check_same_dtype("where", x, y);
   const Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), x.shape(), "where"), y.shape(), "where");
   Tensor out = Tensor::empty(shape, x.dtype());
-  backend::cpu::where(condition, x, y, out);
+  jit::launch("where", {condition, x, y}, {out},
+              [](auto in, auto result) { backend::cpu::where(in[0], in[1], in[2], result[0]); });
   autograd::record("where", {condition, x, y}, {out}, [&] {
     return [condition, sx = x.shape(), sy = y.shape()](std::span<const Tensor> g) {
       const Tensor zero = scalar(0, g[0].dtype());
@@ -69,7 +71,7 @@ Tensor cast(const Tensor& x, DType dtype) {
     out = x.view(x.shape());  // nothing to convert: a fresh handle on the same storage
   } else {
     out = Tensor::empty(x.shape(), dtype);
-    backend::cpu::cast(x, out);
+    jit::launch("cast", {x}, {out}, [](auto in, auto result) { backend::cpu::cast(in[0], result[0]); });
   }
   if (is_floating(x.dtype()) && is_floating(dtype)) {
     autograd::record("cast", {x}, {out}, [&] {

@@ -8,6 +8,7 @@
 #include "chorus/backend/cpu/gather_kernels.h"
 #include "chorus/backend/cpu/top_k_kernels.h"
 #include "chorus/core/creation.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/ops/reduce_plan.h"
 #include "chorus/ops/reduction.h"
 #include "chorus/ops/shape_ops.h"
@@ -39,15 +40,35 @@ struct TakeView {
 };
 
 // dx = zeros like x with g's rows added at the gathered positions (duplicates add up).
+// The zeros are the kernel's own first pass, so that a compiled step starts each run
+// from them.
 Tensor take_grad(const Tensor& g, const Tensor& indices, const Shape& x_shape, const TakeView& v) {
   const Tensor gf = to_float32(g);
-  Tensor dx = zeros(x_shape, kFloat32);
-  if (gf.numel() > 0) {
-    with_indices(indices, [&](const auto* idx) {
-      backend::cpu::scatter_add_rows(gf.data<float>(), v.outer, v.count, v.row, idx, v.size, dx.data<float>());
+  Tensor dx = Tensor::empty(x_shape, kFloat32);
+  jit::launch("take_grad", {gf, indices}, {dx}, [v](auto in, auto out) {
+    float* dx_data = out[0].template data<float>();
+    std::fill(dx_data, dx_data + out[0].numel(), 0.0f);
+    if (in[0].numel() == 0) return;
+    with_indices(in[1], [&](const auto* idx) {
+      backend::cpu::scatter_add_rows(in[0].template data<float>(), v.outer, v.count, v.row, idx, v.size, dx_data);
     });
-  }
+  });
   return from_float32(dx, g.dtype());
+}
+
+// out = the rows of `x` (viewed as v) at `indices`; throws IndexError naming the first
+// index out of range, before writing (and at every run of a compiled step).
+void gather_rows_checked(const Tensor& x, const Tensor& indices, const TakeView& v, const Tensor& out) {
+  with_indices(indices, [&](const auto* idx) {
+    const int64_t bad = backend::cpu::find_out_of_range(idx, v.count, v.size);
+    if (bad >= 0) {
+      throw_error<IndexError>("take: index {} is out of range [0, {}) at position {}", static_cast<int64_t>(idx[bad]),
+                              v.size, bad);
+    }
+    if (out.numel() == 0) return;
+    const int64_t row_bytes = v.row * static_cast<int64_t>(dtype_size(x.dtype()));
+    backend::cpu::gather_rows(x.raw_data(), v.outer, v.size, row_bytes, idx, v.count, out.raw_data());
+  });
 }
 
 }  // namespace
@@ -142,24 +163,12 @@ Tensor take(const Tensor& x, const Tensor& indices, int axis) {
   v.size = x.shape()[a];
   for (int d = a + 1; d < x.rank(); ++d) v.row *= x.shape()[d];
   v.count = indices.numel();
-  with_indices(indices, [&](const auto* idx) {
-    const int64_t bad = backend::cpu::find_out_of_range(idx, v.count, v.size);
-    if (bad >= 0) {
-      throw_error<IndexError>("take: index {} is out of range [0, {}) at position {}", static_cast<int64_t>(idx[bad]),
-                              v.size, bad);
-    }
-  });
   Shape shape;
   for (int d = 0; d < a; ++d) shape.push_back(x.shape()[d]);
   for (int64_t dim : indices.shape().dims()) shape.push_back(dim);
   for (int d = a + 1; d < x.rank(); ++d) shape.push_back(x.shape()[d]);
   Tensor out = Tensor::empty(shape, x.dtype());
-  if (out.numel() > 0) {
-    const int64_t row_bytes = v.row * static_cast<int64_t>(dtype_size(x.dtype()));
-    with_indices(indices, [&](const auto* idx) {
-      backend::cpu::gather_rows(x.raw_data(), v.outer, v.size, row_bytes, idx, v.count, out.raw_data());
-    });
-  }
+  jit::launch("take", {x, indices}, {out}, [v](auto in, auto result) { gather_rows_checked(in[0], in[1], v, result[0]); });
   autograd::record("take", {x, indices}, {out}, [&] {
     return [indices, x_shape = x.shape(), v](std::span<const Tensor> g, const autograd::BackwardContext& context) {
       // A row gather of a float32 table: its gradient can be the gathered rows' gradients

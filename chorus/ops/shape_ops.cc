@@ -5,6 +5,7 @@
 #include "chorus/ops/shape_ops.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -357,11 +358,21 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& indices, 
 Tensor slice(const Tensor& x, const std::vector<int64_t>& start_indices, const std::vector<int64_t>& shape) {
   if (sharded::any(x)) return slice(sharded::replicate(x), start_indices, shape);
   const Shape block = checked_block("slice", x.shape(), start_indices, shape);
-  Tensor out = extract_block(x, start_indices, block);
+  Tensor out = Tensor::empty(block, x.dtype());
+  jit::launch("slice", {x}, {out}, [start_indices](auto in, auto result) {
+    const std::vector<int64_t> origin(static_cast<size_t>(result[0].rank()), 0);
+    backend::cpu::copy_block(in[0].raw_data(), in[0].shape(), start_indices, result[0].raw_data(), result[0].shape(),
+                             origin, result[0].shape(), dtype_size(in[0].dtype()));
+  });
   autograd::record("slice", {x}, {out}, [&] {
     return [full = x.shape(), start_indices](std::span<const Tensor> g) {
-      Tensor dx = zeros(full, g[0].dtype());  // x's shape, g copied into the sliced block
-      insert_block(dx, start_indices, g[0], g[0].shape());
+      // x's shape: zeros, with g copied into the sliced block (one kernel, so that a
+      // compiled step zeroes it at every run).
+      Tensor dx = Tensor::empty(full, g[0].dtype());
+      jit::launch("slice_grad", {g[0]}, {dx}, [start_indices](auto in, auto result) {
+        std::memset(result[0].raw_data(), 0, result[0].nbytes());
+        insert_block(result[0], start_indices, in[0], in[0].shape());
+      });
       return std::vector<Tensor>{dx};
     };
   });

@@ -1,6 +1,7 @@
 // compile({.jit_compile = true}): the default train step runs as a compiled graph and
-// trains to the eager weights bit for bit; what cannot be one graph runs eagerly with a
-// warning; the setting survives save and load.
+// trains to the eager weights bit for bit, Dropout included; what cannot be one graph runs
+// eagerly with a warning; the setting survives save and load and can be changed after
+// compile().
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -19,14 +20,19 @@ namespace fs = std::filesystem;
 
 class JitCompileTest : public testing::TempDirTest {
  protected:
-  // A small MLP from the same initial weights each time, trained for one epoch of 19
+  // What the MLP has between its first two Dense layers.
+  enum class Middle { kNothing, kDropout, kConcatenate };
+
+  // A small MLP from the same initial weights each time, trained for two epochs of 19
   // steps: 18 batches of 16 and a last one of 12 (a second signature).
-  std::unique_ptr<Model> trained(bool jit, const std::string& optimizer, History* history, bool dropout = false) {
+  std::unique_ptr<Model> trained(bool jit, const std::string& optimizer, History* history,
+                                 Middle middle = Middle::kNothing) {
     layers::Layer::reset_names();
     layers::set_random_seed(7);
     Tensor x = layers::Input({4});
     Tensor h = layers::Dense(16, {.activation = "relu"})(x);
-    if (dropout) h = layers::Dropout(0.5)(h);
+    if (middle == Middle::kDropout) h = layers::Dropout(0.5)(h);
+    if (middle == Middle::kConcatenate) h = layers::Concatenate({.axis = 1})(Tree::list({h, h})).tensor();
     h = layers::Dense(16, {.activation = "gelu"})(h);
     auto model = std::make_unique<Model>(x, layers::Dense(3)(h));
     model->compile({.optimizer = optimizer,
@@ -67,11 +73,23 @@ TEST_F(JitCompileTest, TheCompiledTrainStepTrainsToTheEagerWeightsBitForBit) {
   }
 }
 
+// Dropout's mask is a node of the compiled step that draws the next call's mask at every
+// run: the same masks as eagerly, so the same weights.
+TEST_F(JitCompileTest, DropoutDrawsEachStepsMaskAsTheEagerStepDoes) {
+  History eager_history, jit_history;
+  auto eager = trained(false, "adam", &eager_history, Middle::kDropout);
+  ::testing::internal::CaptureStderr();
+  auto compiled = trained(true, "adam", &jit_history, Middle::kDropout);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(jit_history.history.at("loss"), eager_history.history.at("loss"));
+  EXPECT_EQ(max_relative_difference(compiled->weights(), eager->weights()), 0.0);
+}
+
 TEST_F(JitCompileTest, AStepThatCannotBeOneGraphRunsEagerlyWithAWarning) {
   History eager_history, jit_history;
-  trained(false, "adam", &eager_history, /*dropout=*/true);
+  trained(false, "adam", &eager_history, Middle::kConcatenate);
   ::testing::internal::CaptureStderr();
-  trained(true, "adam", &jit_history, /*dropout=*/true);
+  trained(true, "adam", &jit_history, Middle::kConcatenate);
   const std::string warnings = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(warnings.find("runs eagerly for these argument shapes: "), std::string::npos) << warnings;
   EXPECT_EQ(jit_history.history.at("loss"), eager_history.history.at("loss"));
@@ -102,7 +120,26 @@ TEST_F(JitCompileTest, SaveAndLoadKeepJitCompile) {
   History history;
   auto model = trained(true, "adam", &history);
   model->save(dir_ / "model");
-  EXPECT_TRUE(load_model(dir_ / "model")->compile_options().jit_compile);
+  EXPECT_TRUE(load_model(dir_ / "model")->jit_compile());
+}
+
+// Keras's model.jit_compile = True after compile(): the next steps are compiled, and
+// setting it back to false runs them eagerly again.
+TEST_F(JitCompileTest, SettingJitCompileAfterCompileTakesEffectAtTheNextStep) {
+  History history;
+  auto model = trained(false, "adam", &history);
+  const testing::Blobs data = testing::separable_blobs(32, 5);
+  ::setenv("CHORUS_JIT_DUMP", dir().c_str(), 1);
+  model->set_jit_compile(true);
+  EXPECT_TRUE(model->jit_compile());
+  model->evaluate(data.x, data.y, {.batch_size = 16, .verbose = 0});
+  EXPECT_EQ(dumped("_test_step.1.after.txt"), 1);
+  model->set_jit_compile(false);
+  fs::remove_all(dir_);
+  fs::create_directories(dir_);
+  model->evaluate(data.x, data.y, {.batch_size = 16, .verbose = 0});
+  ::unsetenv("CHORUS_JIT_DUMP");
+  EXPECT_EQ(dumped(".after.txt"), 0);
 }
 
 }  // namespace

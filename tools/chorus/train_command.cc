@@ -17,7 +17,8 @@
 namespace chorus::cli {
 namespace {
 
-// Every recipe's --backup-dir, --backup-every, --save-weights, --profile and --profile-batches.
+// Every recipe's --backup-dir, --backup-every, --save-weights, --jit-compile, --profile and
+// --profile-batches.
 void add_run_options(CLI::App* recipe, recipes::RunOptions& options) {
   recipe->add_option("--backup-dir", options.backup_dir,
                      "Back the training up there (BackupAndRestore) and, run again after a crash, resume exactly");
@@ -26,6 +27,9 @@ void add_run_options(CLI::App* recipe, recipes::RunOptions& options) {
   recipe->add_option("--save-weights", options.save_weights,
                      "Write the trained weights to this safetensors file (a directory of shards where a weight is "
                      "split)");
+  recipe->add_flag("--jit-compile", options.jit_compile,
+                   "Run the training, evaluation and prediction steps compiled (Keras's jit_compile) where a step "
+                   "runs on one device");
   recipe->add_option("--profile", options.profile,
                      "Write the profiled training batches to this file as a Chrome trace (Perfetto, chrome://tracing; "
                      "chorus profile summarize FILE)");

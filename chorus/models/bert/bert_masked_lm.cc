@@ -8,6 +8,7 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/core/creation.h"
 #include "chorus/data/download.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/losses/sparse_categorical_crossentropy.h"
 #include "chorus/metrics/sparse_categorical_accuracy.h"
 #include "chorus/models/bert/bert_presets.h"
@@ -152,16 +153,21 @@ Tree BertMaskedLM::call(const Tree& inputs, bool training) {
 Model::StepResult BertMaskedLM::forward_step(const Tree& x, const Tree& y, const Tensor& sample_weight, bool training) {
   if (loss() == nullptr || !sample_weight.defined() || !y.is_tensor() || !x.is_dict() ||
       !x.contains("mask_positions") || !x.contains("token_ids") || y.tensor().shape() != sample_weight.shape() ||
-      x["mask_positions"].tensor().shape() != sample_weight.shape() || sample_weight.rank() != 2) {
+      x["mask_positions"].tensor().shape() != sample_weight.shape() || sample_weight.rank() != 2 ||
+      jit::Tracer::current() != nullptr) {
+    // A compiled step has one static shape: it predicts every masked position, padding
+    // included, and lets the sample weights zero the padding's loss.
     return Model::forward_step(x, y, sample_weight, training);
   }
   const Tensor positions = ops::cast(x["mask_positions"].tensor(), kInt64);
   const Tensor weights = ops::cast(sample_weight, kFloat32);
   const int64_t batch = positions.dim(0), masks = positions.dim(1), sequence = x["token_ids"].tensor().dim(1);
+  const std::vector<float> weight_values = weights.to_vector<float>();
+  const std::vector<int64_t> position_values = positions.to_vector<int64_t>();
   std::vector<int32_t> rows, kept;  // rows of (B * T, H) to predict; their entries of (B * M)
   for (int64_t i = 0; i < batch * masks; ++i) {
-    if (weights.data<float>()[i] == 0) continue;
-    const int64_t pos = positions.data<int64_t>()[i];
+    if (weight_values[static_cast<size_t>(i)] == 0) continue;
+    const int64_t pos = position_values[static_cast<size_t>(i)];
     if (pos < 0 || pos >= sequence) {
       throw_error<IndexError>("{}: mask_positions[{}, {}] = {} is outside the sequence [0, {})", head_->name(),
                               i / masks, i % masks, pos, sequence);

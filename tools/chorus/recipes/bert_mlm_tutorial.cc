@@ -105,6 +105,7 @@ BertMlmTutorialResult run_bert_mlm_tutorial(const BertMlmTutorialOptions& option
     auto scope = strategy.scope();  // everything that creates variables: model and compile()
     model_dist = get_compiled_bert_mlm(options, wiki_dir, lr_schedule);
   }
+  apply_jit_compile(*model_dist, options.run);
   BertMlmTutorialResult result;
   result.history = model_dist->fit(wiki.train, {.epochs = EPOCHS,
                                                 .verbose = options.verbose,

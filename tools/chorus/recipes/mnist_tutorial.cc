@@ -95,6 +95,7 @@ MnistTutorialResult run_training(const MnistDatasets& data, const MnistTutorialO
   PhaseTimes* timings = options.timings;
   if (timings != nullptr) callbacks.push_back(timings->validation_timer());
   models::Model& model = *restored.model;
+  apply_jit_compile(model, options.run);
   MnistTutorialResult result{.restored_from = restored.path};
   result.history = timed(timings ? &timings->fit_s : nullptr, [&] {
     return model.fit(data.train, {.epochs = restored.epoch + options.epochs,

@@ -152,6 +152,7 @@ RetrievalTutorialResult run_retrieval_tutorial(const RetrievalTutorialOptions& o
                        options.table_rows != 0 ? options.table_rows : data.movies_count + 1,
                        /*embedding_dimension=*/32, options.retrieve_in_validation, options.distributed_embedding);
   model.compile({.optimizer = ch::optimizers::Adagrad(options.learning_rate)});
+  apply_jit_compile(model, options.run);
   RetrievalTutorialResult result;
   std::vector<Shared<models::Callback>> callbacks;
   if (timings != nullptr) callbacks.push_back(timings->validation_timer());

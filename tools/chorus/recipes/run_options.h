@@ -1,7 +1,7 @@
 // What every `chorus train` recipe takes beyond its own settings: fault tolerance
 // (BackupAndRestore into --backup-dir every --backup-every batches, the final weights as
-// one safetensors file with --save-weights) and the step profiler (--profile,
-// --profile-batches). Header-only glue between the CLI options and the library; plain
+// one safetensors file with --save-weights), the step profiler (--profile,
+// --profile-batches) and compiled steps (--jit-compile). Header-only glue between the CLI options and the library; plain
 // values, no state.
 #pragma once
 
@@ -29,6 +29,8 @@ struct RunOptions {
   std::string profile;
   int64_t profile_first = 10;
   int64_t profile_last = 20;
+  // Keras's model.jit_compile = True: compiled steps (where the step runs on one device).
+  bool jit_compile = false;
 };
 
 // `callbacks` with BackupAndRestore added when options.backup_dir is set, and
@@ -43,6 +45,11 @@ inline std::vector<Shared<models::Callback>> with_run_callbacks(std::vector<Shar
       options.backup_dir,
       {.save_freq = options.backup_every > 0 ? std::optional<int64_t>(options.backup_every) : std::nullopt}));
   return callbacks;
+}
+
+// Sets model.jit_compile when options ask for it.
+inline void apply_jit_compile(models::Model& model, const RunOptions& options) {
+  if (options.jit_compile) model.set_jit_compile(true);
 }
 
 inline void save_final_weights(const models::Model& model, const RunOptions& options) {
