@@ -220,6 +220,11 @@ class Model : public layers::Layer {
   // batch the loss reads, as long as the loss equals the whole batch's and the metrics
   // get matching y, y_pred and weights (BertMaskedLM: the masked rows with weight).
   virtual StepResult forward_step(const Tree& x, const Tree& y, const Tensor& sample_weight, bool training);
+  // The batch a compiled step receives, made on the host before each call. A model whose
+  // forward_step has shapes that depend on the batch's values (BertMaskedLM's weighted
+  // masks) computes them here into tensors of a few fixed sizes, each a signature of its
+  // own. The default returns `batch`.
+  virtual Tree compiled_step_batch(const Tree& batch) const { return batch; }
   void build(const Tree& inputs) override;
 
  private:

@@ -1,6 +1,8 @@
 // Model's default steps (Keras's train_step, test_step and predict_step) and what they
 // call: forward_step, compute_loss and update_metrics. The loop that runs them is Trainer.
 #include <algorithm>
+#include <atomic>
+#include <iostream>
 
 #include "chorus/autograd/tape.h"
 #include "chorus/core/error.h"
@@ -80,7 +82,13 @@ Model::StepResult Model::forward_step(const Tree& x, const Tree& y, const Tensor
 }
 
 JitSteps* Model::jit_steps() {
-  if (!compile_options_.jit_compile || step::ReplicaContext::current() != nullptr || MeshContext::current() != nullptr) {
+  if (!compile_options_.jit_compile) return nullptr;
+  if (step::ReplicaContext::current() != nullptr || MeshContext::current() != nullptr) {
+    static std::atomic<bool> warned{false};  // once a process: replicas ask at once
+    if (!warned.exchange(true)) {
+      std::cerr << fmt::format("chorus: warning: {}: jit_compile: steps under a distribution run eagerly for now\n",
+                               name());
+    }
     return nullptr;
   }
   if (jit_ != nullptr && jit_owner_ == this) return jit_.get();
@@ -168,8 +176,9 @@ void Model::update_metrics_node(JitStep& compiled, const Tensor& loss, const Ste
 
 // A whole step as one compiled call of `step`'s function on the batch's leaves.
 std::vector<Tensor> Model::run_compiled(JitSteps& jit, JitStep& step, const Tree& batch) {
-  jit.batch = &batch;
-  return (*step.function)(batch.flatten());
+  const Tree prepared = compiled_step_batch(batch);
+  jit.batch = &prepared;
+  return (*step.function)(prepared.flatten());
 }
 
 Logs Model::train_step(const Tree& batch) {

@@ -13,6 +13,7 @@
 #include "chorus/autograd/variable.h"
 #include "chorus/core/creation.h"
 #include "chorus/core/trace_observer.h"
+#include "chorus/losses/sparse_categorical_crossentropy.h"
 #include "chorus/ops/ops.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_util.h"
@@ -143,6 +144,21 @@ TEST(JitFunctionTest, GatherCastAttentionAndTheirGradientsEqualTheEagerOnes) {
   ASSERT_NE(f.executable_for(std::vector<Tensor>{from_values<int32_t>({0, 0, 0, 0, 0, 0}, {6}),
                                                  ones({2, 1, 3, 3}, kBool), ones({2, 2, 3, 3})}),
             nullptr);
+}
+
+// A weighted mean's divisor is each call's own total of weights, not the one traced.
+TEST(JitFunctionTest, AWeightedMeanDividesByEachCallsWeights) {
+  const losses::SparseCategoricalCrossentropy loss(
+      {.from_logits = true, .reduction = "mean_with_sample_weight"});
+  jit::Function f("weighted", [&](std::span<const Tensor> a) { return std::vector<Tensor>{loss(a[0], a[1], a[2])}; });
+  const Tensor labels = from_values<int32_t>({0, 2, 1, 1}, {4}), logits = random_tensor({4, 3}, 35);
+  for (const std::vector<float>& weights : {std::vector<float>{1, 1, 0, 1}, std::vector<float>{0.5f, 0, 0, 0},
+                                            std::vector<float>{0, 0, 0, 0}}) {
+    const Tensor w = from_values<float>(weights, {4});
+    EXPECT_TRUE(same_bits(f({labels, logits, w})[0], loss(labels, logits, w))) << weights[0];
+  }
+  EXPECT_EQ(f.num_traces(), 1);
+  EXPECT_NE(f.executable_for(std::vector<Tensor>{labels, logits, from_values<float>({1, 1, 1, 1}, {4})}), nullptr);
 }
 
 // take's index check is part of its kernel: a compiled call still names a bad index.

@@ -85,6 +85,32 @@ TEST_F(JitCompileTest, DropoutDrawsEachStepsMaskAsTheEagerStepDoes) {
   EXPECT_EQ(max_relative_difference(compiled->weights(), eager->weights()), 0.0);
 }
 
+// Distributed steps are not compiled yet: they run eagerly, trained as without jit, and
+// say so once.
+TEST_F(JitCompileTest, StepsUnderADistributionRunEagerlyAndSaySo) {
+  History histories[2];
+  std::string warnings, name;
+  for (bool jit : {false, true}) {
+    layers::Layer::reset_names();
+    layers::set_random_seed(7);
+    distribution::set_distribution(
+        std::make_shared<distribution::DataParallel>(std::vector<Device>{Device::cpu(0), Device::cpu(1)}));
+    Tensor x = layers::Input({4});
+    auto model = std::make_unique<Model>(x, layers::Dense(3)(layers::Dense(16, {.activation = "relu"})(x)));
+    model->compile({.optimizer = "adam",
+                    .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                    .jit_compile = jit});
+    distribution::set_distribution(nullptr);
+    name = model->name();
+    const testing::Blobs data = testing::separable_blobs(64, 3);
+    ::testing::internal::CaptureStderr();
+    histories[jit] = model->fit(data.x, data.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
+    warnings += ::testing::internal::GetCapturedStderr();
+  }
+  EXPECT_EQ(warnings, "chorus: warning: " + name + ": jit_compile: steps under a distribution run eagerly for now\n");
+  EXPECT_EQ(histories[1].history.at("loss"), histories[0].history.at("loss"));
+}
+
 TEST_F(JitCompileTest, AStepThatCannotBeOneGraphRunsEagerlyWithAWarning) {
   History eager_history, jit_history;
   trained(false, "adam", &eager_history, Middle::kConcatenate);

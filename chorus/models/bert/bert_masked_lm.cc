@@ -2,6 +2,7 @@
 // name or folder; raw strings preprocessed inside fit/evaluate as KerasHub tasks do.
 #include "chorus/models/bert/bert_masked_lm.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
@@ -22,6 +23,50 @@ namespace {
 // Rows of a (B,) string batch are keyed as elements batch_index * 2^32 + row: distinct for
 // every row of every batch, whatever the batch sizes.
 constexpr uint64_t kRowsPerBatchKey = uint64_t{1} << 32;
+
+// The weighted masks' rows, computed on the host for a compiled step (compiled_step_batch)
+// and passed to it under these keys of x.
+constexpr const char* kMaskRowsKey = "_weighted_mask_rows";
+constexpr const char* kMaskEntriesKey = "_weighted_mask_entries";
+
+// The masks that carry weight: `rows` of the (B * T, H) sequence output to predict and
+// their `entries` of the (B * M) labels. Throws IndexError for a position outside the
+// sequence.
+struct WeightedMasks {
+  std::vector<int32_t> rows, entries;
+};
+
+WeightedMasks weighted_masks(const std::string& head, const Tensor& mask_positions, const Tensor& sample_weight,
+                             int64_t sequence) {
+  const std::vector<float> weights = ops::cast(sample_weight, kFloat32).to_vector<float>();
+  const std::vector<int64_t> positions = ops::cast(mask_positions, kInt64).to_vector<int64_t>();
+  const int64_t masks = mask_positions.dim(1);
+  WeightedMasks out;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i] == 0) continue;
+    const auto at = static_cast<int64_t>(i);
+    if (positions[i] < 0 || positions[i] >= sequence) {
+      throw_error<IndexError>("{}: mask_positions[{}, {}] = {} is outside the sequence [0, {})", head, at / masks,
+                              at % masks, positions[i], sequence);
+    }
+    out.rows.push_back(static_cast<int32_t>((at / masks) * sequence + positions[i]));
+    out.entries.push_back(static_cast<int32_t>(i));
+  }
+  return out;
+}
+
+// `masks` padded to one of eight sizes, multiples of an eighth of the B * M entries, with
+// entries of weight 0 (row 0), so that a compiled step sees at most eight shapes.
+void pad_to_eighths(WeightedMasks& masks, const std::vector<float>& weights) {
+  const auto total = static_cast<int64_t>(weights.size());
+  const int64_t eighth = std::max<int64_t>((total + 7) / 8, 1);
+  const int64_t kept = static_cast<int64_t>(masks.rows.size());
+  const int64_t size = std::min(total, std::max<int64_t>((kept + eighth - 1) / eighth, 1) * eighth);
+  if (size <= kept) return;
+  const auto unweighted = std::find(weights.begin(), weights.end(), 0.0f);  // exists: kept < total
+  masks.rows.resize(static_cast<size_t>(size), 0);
+  masks.entries.resize(static_cast<size_t>(size), static_cast<int32_t>(unweighted - weights.begin()));
+}
 
 // (x, y, sample_weight) as fit reads it, from the preprocessor's dict.
 Tree as_training_example(const Tree& example) {
@@ -140,7 +185,7 @@ Tree BertMaskedLM::backbone_inputs(const Tree& inputs) const {
   }
   Tree out = Tree::Dict{};
   for (const auto& [key, value] : inputs.dict()) {
-    if (key != "mask_positions") out[key] = value;
+    if (key != "mask_positions" && key != kMaskRowsKey && key != kMaskEntriesKey) out[key] = value;
   }
   return out;
 }
@@ -150,38 +195,52 @@ Tree BertMaskedLM::call(const Tree& inputs, bool training) {
   return (*head_)(outputs["sequence_output"].tensor(), inputs["mask_positions"].tensor());
 }
 
+bool BertMaskedLM::predicts_weighted_masks(const Tree& x, const Tree& y, const Tensor& sample_weight) const {
+  return loss() != nullptr && sample_weight.defined() && y.is_tensor() && x.is_dict() &&
+         x.contains("mask_positions") && x.contains("token_ids") && y.tensor().shape() == sample_weight.shape() &&
+         x["mask_positions"].tensor().shape() == sample_weight.shape() && sample_weight.rank() == 2;
+}
+
+Tree BertMaskedLM::compiled_step_batch(const Tree& batch) const {
+  if (!batch.is_list() || batch.size() != 3 || !predicts_weighted_masks(batch[0], batch[1], batch[2].tensor())) {
+    return batch;
+  }
+  const Tensor& sample_weight = batch[2].tensor();
+  Tree x = batch[0];
+  WeightedMasks masks = weighted_masks(head_->name(), x["mask_positions"].tensor(), sample_weight,
+                                       x["token_ids"].tensor().dim(1));
+  pad_to_eighths(masks, ops::cast(sample_weight, kFloat32).to_vector<float>());
+  const auto n = static_cast<int64_t>(masks.rows.size());
+  x[kMaskRowsKey] = from_values<int32_t>(masks.rows, Shape{n});
+  x[kMaskEntriesKey] = from_values<int32_t>(masks.entries, Shape{n});
+  return Tree::list({x, batch[1], batch[2]});
+}
+
 Model::StepResult BertMaskedLM::forward_step(const Tree& x, const Tree& y, const Tensor& sample_weight, bool training) {
-  if (loss() == nullptr || !sample_weight.defined() || !y.is_tensor() || !x.is_dict() ||
-      !x.contains("mask_positions") || !x.contains("token_ids") || y.tensor().shape() != sample_weight.shape() ||
-      x["mask_positions"].tensor().shape() != sample_weight.shape() || sample_weight.rank() != 2 ||
-      jit::Tracer::current() != nullptr) {
-    // A compiled step has one static shape: it predicts every masked position, padding
-    // included, and lets the sample weights zero the padding's loss.
+  // A compiled step reads its rows from the batch (compiled_step_batch); one traced
+  // without them predicts every position, letting the weights zero the padding's loss.
+  const bool given = x.is_dict() && x.contains(kMaskRowsKey);
+  if (!predicts_weighted_masks(x, y, sample_weight) || (!given && jit::Tracer::current() != nullptr)) {
     return Model::forward_step(x, y, sample_weight, training);
   }
-  const Tensor positions = ops::cast(x["mask_positions"].tensor(), kInt64);
   const Tensor weights = ops::cast(sample_weight, kFloat32);
-  const int64_t batch = positions.dim(0), masks = positions.dim(1), sequence = x["token_ids"].tensor().dim(1);
-  const std::vector<float> weight_values = weights.to_vector<float>();
-  const std::vector<int64_t> position_values = positions.to_vector<int64_t>();
-  std::vector<int32_t> rows, kept;  // rows of (B * T, H) to predict; their entries of (B * M)
-  for (int64_t i = 0; i < batch * masks; ++i) {
-    if (weight_values[static_cast<size_t>(i)] == 0) continue;
-    const int64_t pos = position_values[static_cast<size_t>(i)];
-    if (pos < 0 || pos >= sequence) {
-      throw_error<IndexError>("{}: mask_positions[{}, {}] = {} is outside the sequence [0, {})", head_->name(),
-                              i / masks, i % masks, pos, sequence);
-    }
-    rows.push_back(static_cast<int32_t>((i / masks) * sequence + pos));
-    kept.push_back(static_cast<int32_t>(i));
+  const int64_t batch = weights.dim(0), masks = weights.dim(1);
+  Tensor rows, entries;
+  if (given) {
+    rows = x[kMaskRowsKey].tensor();
+    entries = x[kMaskEntriesKey].tensor();
+  } else {
+    const WeightedMasks m =
+        weighted_masks(head_->name(), x["mask_positions"].tensor(), sample_weight, x["token_ids"].tensor().dim(1));
+    rows = from_values<int32_t>(m.rows, Shape{static_cast<int64_t>(m.rows.size())});
+    entries = from_values<int32_t>(m.entries, Shape{static_cast<int64_t>(m.entries.size())});
   }
-  const auto n = static_cast<int64_t>(rows.size());
+  const int64_t n = rows.dim(0);
   const Tensor sequence_output = (*backbone_)(backbone_inputs(x), training)["sequence_output"].tensor();
   StepResult out{.rows = batch};
-  out.y_pred = head_->logits_for_rows(sequence_output, from_values<int32_t>(rows, Shape{n}));
-  const Tensor kept_index = from_values<int32_t>(kept, Shape{n});
-  out.y = ops::take(ops::reshape(y.tensor(), {batch * masks}), kept_index, 0);
-  out.sample_weight = ops::take(ops::reshape(weights, {batch * masks}), kept_index, 0);
+  out.y_pred = head_->logits_for_rows(sequence_output, rows);
+  out.y = ops::take(ops::reshape(y.tensor(), {batch * masks}), entries, 0);
+  out.sample_weight = ops::take(ops::reshape(weights, {batch * masks}), entries, 0);
   out.loss = (*loss())(out.y.tensor(), out.y_pred.tensor(), out.sample_weight);
   // Reductions that divide by the number of loss values count all B x M of them.
   const std::string& reduction = loss()->reduction();

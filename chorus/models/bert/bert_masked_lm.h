@@ -76,9 +76,15 @@ class BertMaskedLM : public Model {
   // is ~75% of the rows of the model's largest product. Falls back to call() when the
   // batch has no sample weights of the labels' shape.
   StepResult forward_step(const Tree& x, const Tree& y, const Tensor& sample_weight, bool training) override;
+  // Under jit_compile the weighted masks' rows, computed here, padded with rows of weight 0
+  // to one of eight sizes: a compiled step predicts ~ as few rows as the eager one, in at
+  // most eight signatures.
+  Tree compiled_step_batch(const Tree& batch) const override;
 
  private:
   Tree backbone_inputs(const Tree& inputs) const;
+  // Whether forward_step predicts only the weighted masks of this batch.
+  bool predicts_weighted_masks(const Tree& x, const Tree& y, const Tensor& sample_weight) const;
 
   BertBackbone* backbone_;
   layers::MaskedLMHead* head_;

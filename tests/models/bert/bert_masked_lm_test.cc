@@ -98,11 +98,11 @@ TEST(BertMaskedLMTest, StepsOnTheWeightedMasksOnlyGiveTheWholeBatchsLossAndAccur
   }
 }
 
-// Under jit_compile a step is one graph of one static shape: it predicts every (B, M)
-// position and the sample weights zero the padding's loss (eagerly only the weighted rows
-// are predicted), and Dropout's masks are drawn at every run. Twenty steps train to the
-// eager weights within 1e-6 (the losses differ in their last bit), with no eager fallback
-// (which would warn).
+// Under jit_compile a step is one graph of static shapes: compiled_step_batch gives it the
+// weighted masks' rows padded with rows of weight 0 to one of eight sizes (here 14 rows for
+// the first batch's 13 weighted masks), and Dropout's masks are drawn at every run. Twenty
+// steps train to the eager weights within 1e-6 (the losses differ in their last bit),
+// with no eager fallback (which would warn).
 TEST(BertMaskedLMTest, CompiledStepsTrainAsTheEagerOnes) {
   auto train = [](bool jit, History* history) {
     layers::Layer::reset_names();
