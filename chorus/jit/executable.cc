@@ -206,7 +206,13 @@ void Executable::run_nodes() {
   }
   double& best = run_seconds_[static_cast<int>(way)];
   best = std::min(best, seconds_since(run_start));
-  if (++runs_ == kTuningRuns + 1) {
+  ++runs_;
+  // A first one-thread run this much slower than the budget's (a step of big matmuls)
+  // ends the tuning on the budget: the slow runs left would cost more than any choice
+  // among close ones could win, and each new signature pays them again.
+  const bool one_lost = runs_ == 3 && run_seconds_[1] > kOneThreadLoses * run_seconds_[0];
+  if (runs_ == kTuningRuns + 1 || one_lost) {
+    runs_ = kTuningRuns + 1;
     threads_ = static_cast<Threads>(std::min_element(run_seconds_.begin(), run_seconds_.end()) - run_seconds_.begin());
     just_tuned_ = true;
   }

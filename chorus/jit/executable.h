@@ -44,6 +44,9 @@ class Executable {
   // Runs timed to choose threads(), after the first (page faults, oneDNN's primitives):
   // the budget and one thread alternately, then each node as it ran faster.
   static constexpr int kTuningRuns = 8;
+  // ...unless the first run on one thread takes this many times the budget's, which ends
+  // the tuning there, on the budget.
+  static constexpr double kOneThreadLoses = 1.3;
 
  private:
   // Where one operand of a fused member is, for a block starting at element `begin`.

@@ -121,6 +121,23 @@ TEST_F(JitCompileTest, AStepThatCannotBeOneGraphRunsEagerlyWithAWarning) {
   EXPECT_EQ(jit_history.history.at("loss"), eager_history.history.at("loss"));
 }
 
+// An Embedding's index check is a node of the compiled step: a bad index in a later batch
+// still gets the layer's own error, not a wrong row.
+TEST_F(JitCompileTest, ACompiledEmbeddingStillNamesAnIndexOutOfRange) {
+  layers::Layer::reset_names();
+  Tensor ids = layers::Input({2}, kInt32);
+  Tensor h = layers::Embedding(10, 4, {.name = "lookup"})(ids);
+  auto model = std::make_unique<Model>(ids, layers::Dense(1)(layers::Flatten()(h)));
+  model->compile({.optimizer = "sgd", .loss = "mse", .jit_compile = true});
+  const Tensor x = from_values<int32_t>({1, 2, 3, 4, 5, 6, 7, 12}, {4, 2}), y = zeros({4, 1});
+  try {
+    model->fit(x, y, {.epochs = 1, .batch_size = 2, .verbose = 0, .shuffle = false});
+    FAIL() << "expected IndexError";
+  } catch (const IndexError& e) {
+    EXPECT_STREQ(e.what(), "lookup: index 12 out of range [0, 10) in batch element 1");
+  }
+}
+
 TEST_F(JitCompileTest, CompiledEvaluateAndPredictEqualTheEagerOnes) {
   History history;
   auto model = trained(false, "adam", &history);
