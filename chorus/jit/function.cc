@@ -124,10 +124,11 @@ Function::Entry& Function::trace(std::span<const Tensor> arguments, std::vector<
   {
     Tracer tracer(name_, arguments);
     results = fn_(arguments);
-    if (tracer.failure().empty()) {
+    try {
       entry->executable = compile(tracer.finish(results), num_traces_);
-    } else {
-      failure = tracer.failure();
+    } catch (const ValueError&) {
+      if (tracer.failure().empty()) throw;  // not the trace's failure
+      failure = tracer.failure();  // in the ops, or a result no kernel wrote
     }
   }
   if (!failure.empty()) {

@@ -130,9 +130,9 @@ Tensor reduce_weighted(const std::string& name, const Tensor& losses, const Tens
     weighted = ops::multiply(values, weight);
     if (reduction == "mean_with_sample_weight") {
       weight_total = ops::sum(weight);
-      if (weight.numel() != values.numel()) {
-        weight_total = ops::multiply(
-            weight_total, scalar(static_cast<double>(values.numel()) / static_cast<double>(std::max<int64_t>(weight.numel(), 1))));
+      if (weight.numel() != values.numel() && weight.numel() > 0) {
+        const double losses_per_weight = static_cast<double>(values.numel()) / static_cast<double>(weight.numel());
+        weight_total = ops::multiply(weight_total, scalar(losses_per_weight));
       }
     }
   }

@@ -168,7 +168,8 @@ Tensor take(const Tensor& x, const Tensor& indices, int axis) {
   for (int64_t dim : indices.shape().dims()) shape.push_back(dim);
   for (int d = a + 1; d < x.rank(); ++d) shape.push_back(x.shape()[d]);
   Tensor out = Tensor::empty(shape, x.dtype());
-  jit::launch("take", {x, indices}, {out}, [v](auto in, auto result) { gather_rows_checked(in[0], in[1], v, result[0]); });
+  jit::launch("take", {x, indices}, {out},
+              [v](auto in, auto result) { gather_rows_checked(in[0], in[1], v, result[0]); });
   autograd::record("take", {x, indices}, {out}, [&] {
     return [indices, x_shape = x.shape(), v](std::span<const Tensor> g, const autograd::BackwardContext& context) {
       // A row gather of a float32 table: its gradient can be the gathered rows' gradients

@@ -115,6 +115,22 @@ TEST(JitFunctionTest, AnOpWithNoCompiledFormRunsEagerlyWithAWarningNamingIt) {
   EXPECT_TRUE(same_bits(f({other})[0], ops::exp(ops::concatenate({other, other}, 0))));
 }
 
+// A result that no traced kernel wrote (top_k's indices, made by an op with no compiled
+// form) is named, and the call runs eagerly.
+TEST(JitFunctionTest, AResultNoTracedKernelWroteRunsEagerly) {
+  jit::Function f("top", [](std::span<const Tensor> x) { return std::vector<Tensor>{ops::top_k(x[0], 2).second}; });
+  const Tensor x = random_tensor({3, 5}, 36);
+  ::testing::internal::CaptureStderr();
+  const std::vector<Tensor> first = f({x});
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warning.find("jit function 'top' runs eagerly for these argument shapes: 'return' reads input 0 ((3, 2) "
+                         "int64), which no traced kernel wrote"),
+            std::string::npos)
+      << warning;
+  EXPECT_TRUE(same_bits(first[0], ops::top_k(x, 2).second));
+  EXPECT_EQ(f.executable_for(std::vector<Tensor>{x}), nullptr);
+}
+
 // An embedding lookup, a bfloat16 round trip and masked attention with dropout, and the
 // table's gradient through them (take's scatter-add, attention's backward): what a BERT
 // step is made of.

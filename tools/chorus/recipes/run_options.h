@@ -1,8 +1,8 @@
 // What every `chorus train` recipe takes beyond its own settings: fault tolerance
 // (BackupAndRestore into --backup-dir every --backup-every batches, the final weights as
 // one safetensors file with --save-weights), the step profiler (--profile,
-// --profile-batches) and compiled steps (--jit-compile). Header-only glue between the CLI options and the library; plain
-// values, no state.
+// --profile-batches) and compiled steps (--jit-compile). Header-only glue between the CLI
+// options and the library; plain values, no state.
 #pragma once
 
 #include <cstdint>
