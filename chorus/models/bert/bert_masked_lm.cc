@@ -29,16 +29,15 @@ constexpr uint64_t kRowsPerBatchKey = uint64_t{1} << 32;
 constexpr const char* kMaskRowsKey = "_weighted_mask_rows";
 constexpr const char* kMaskEntriesKey = "_weighted_mask_entries";
 
-// The masks that carry weight: `rows` of the (B * T, H) sequence output to predict and
-// their `entries` of the (B * M) labels. Throws IndexError for a position outside the
-// sequence.
+// The masks that carry weight (`weights`: the sample weights, flat): `rows` of the
+// (B * T, H) sequence output to predict and their `entries` of the (B * M) labels. Throws
+// IndexError for a position outside the sequence.
 struct WeightedMasks {
   std::vector<int32_t> rows, entries;
 };
 
-WeightedMasks weighted_masks(const std::string& head, const Tensor& mask_positions, const Tensor& sample_weight,
+WeightedMasks weighted_masks(const std::string& head, const Tensor& mask_positions, const std::vector<float>& weights,
                              int64_t sequence) {
-  const std::vector<float> weights = ops::cast(sample_weight, kFloat32).to_vector<float>();
   const std::vector<int64_t> positions = ops::cast(mask_positions, kInt64).to_vector<int64_t>();
   const int64_t masks = mask_positions.dim(1);
   WeightedMasks out;
@@ -205,11 +204,11 @@ Tree BertMaskedLM::compiled_step_batch(const Tree& batch) const {
   if (!batch.is_list() || batch.size() != 3 || !predicts_weighted_masks(batch[0], batch[1], batch[2].tensor())) {
     return batch;
   }
-  const Tensor& sample_weight = batch[2].tensor();
+  const std::vector<float> weights = ops::cast(batch[2].tensor(), kFloat32).to_vector<float>();
   Tree x = batch[0];
-  WeightedMasks masks = weighted_masks(head_->name(), x["mask_positions"].tensor(), sample_weight,
-                                       x["token_ids"].tensor().dim(1));
-  pad_to_eighths(masks, ops::cast(sample_weight, kFloat32).to_vector<float>());
+  WeightedMasks masks =
+      weighted_masks(head_->name(), x["mask_positions"].tensor(), weights, x["token_ids"].tensor().dim(1));
+  pad_to_eighths(masks, weights);
   const auto n = static_cast<int64_t>(masks.rows.size());
   x[kMaskRowsKey] = from_values<int32_t>(masks.rows, Shape{n});
   x[kMaskEntriesKey] = from_values<int32_t>(masks.entries, Shape{n});
@@ -230,8 +229,8 @@ Model::StepResult BertMaskedLM::forward_step(const Tree& x, const Tree& y, const
     rows = x[kMaskRowsKey].tensor();
     entries = x[kMaskEntriesKey].tensor();
   } else {
-    const WeightedMasks m =
-        weighted_masks(head_->name(), x["mask_positions"].tensor(), sample_weight, x["token_ids"].tensor().dim(1));
+    const WeightedMasks m = weighted_masks(head_->name(), x["mask_positions"].tensor(), weights.to_vector<float>(),
+                                           x["token_ids"].tensor().dim(1));
     rows = from_values<int32_t>(m.rows, Shape{static_cast<int64_t>(m.rows.size())});
     entries = from_values<int32_t>(m.entries, Shape{static_cast<int64_t>(m.entries.size())});
   }
