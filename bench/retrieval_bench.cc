@@ -4,8 +4,9 @@
 //   tutorial     the whole fit (50 epochs of 80 steps, validation every 5 epochs):
 //                wall time, training steps/s and the final losses, median of repeats;
 //                ratio to PyTorch's total_wall_s and steps_per_s (target >= 10x both).
-//                Twice: validation computing only the loss (the default), and as Keras's
-//                test_step does it, with the top-10 retrieval for every validation user.
+//                Three times: validation computing only the loss (the default), eagerly
+//                and compiled (jit_compile), and as Keras's test_step does it, with the
+//                top-10 retrieval for every validation user.
 //   breakdown    where a training step's time goes (data, forward + loss, backward,
 //                optimizer, metrics), from a hand-written copy of Model::train_step.
 //   ops          the pieces a step is made of, alone, forward and backward: the
@@ -28,6 +29,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <utility>
 #include <map>
 #include <optional>
 #include <set>
@@ -108,7 +110,7 @@ struct FitSample {
 };
 
 // One whole fit of the tutorial from fresh weights.
-FitSample run_fit(const recipes::RetrievalDatasets& data, bool retrieve_in_validation, int devices) {
+FitSample run_fit(const recipes::RetrievalDatasets& data, bool retrieve_in_validation, int devices, bool jit) {
   std::optional<distribution::DistributionScope> data_parallel;
   if (devices > 1) {
     std::vector<Device> list;
@@ -117,7 +119,7 @@ FitSample run_fit(const recipes::RetrievalDatasets& data, bool retrieve_in_valid
   }
   layers::set_random_seed(42);
   recipes::RetrievalModel model(data.users_count + 1, data.movies_count + 1, 32, retrieve_in_validation);
-  model.compile({.optimizer = optimizers::Adagrad(0.2)});
+  model.compile({.optimizer = optimizers::Adagrad(0.2), .jit_compile = jit});
   auto timer = std::make_shared<ValidationTimer>();
   const auto start = Clock::now();
   models::History history = model.fit(
@@ -128,10 +130,10 @@ FitSample run_fit(const recipes::RetrievalDatasets& data, bool retrieve_in_valid
 }
 
 void bench_tutorial(const Args& args, const recipes::RetrievalDatasets& data) {
-  for (bool keras_eval : {false, true}) {
-    run_fit(data, keras_eval, args.devices);  // warm-up: primitives, allocator caches
+  for (const auto& [keras_eval, jit] : {std::pair{false, false}, std::pair{false, true}, std::pair{true, false}}) {
+    run_fit(data, keras_eval, args.devices, jit);  // warm-up: primitives, allocator caches
     std::vector<FitSample> samples;
-    for (int r = 0; r < args.repeats; ++r) samples.push_back(run_fit(data, keras_eval, args.devices));
+    for (int r = 0; r < args.repeats; ++r) samples.push_back(run_fit(data, keras_eval, args.devices, jit));
     std::vector<double> wall, train, val, rates;
     for (const FitSample& s : samples) {
       wall.push_back(s.wall_s);
@@ -144,6 +146,7 @@ void bench_tutorial(const Args& args, const recipes::RetrievalDatasets& data) {
     }
     nlohmann::json record = {{"bench", "retrieval"},
                              {"case", keras_eval ? "tutorial_keras_validation" : "tutorial"},
+                             {"jit_compile", jit},
                              {"threads", args.threads},
                              {"devices", args.devices},
                              {"steps", samples.front().steps},
