@@ -219,6 +219,14 @@ TEST(RetrievalTutorialTest, CliRecipe) {
   EXPECT_NE(output.find("==Recommended movies for user 793=="), std::string::npos) << output;
   EXPECT_NE(output.find("loss: 0.47"), std::string::npos) << output;
 
+  // --jit-compile reaches the model: its predict step (top_k) is traced and says it runs
+  // eagerly; the train step compiles without a word.
+  auto [jit_code, jit_output] =
+      run("train movielens-retrieval --data '" + *dir + "' --epochs 1 --verbose 0 --jit-compile");
+  EXPECT_EQ(jit_code, 0) << jit_output;
+  EXPECT_NE(jit_output.find("'retrieval_model_predict_step' runs eagerly"), std::string::npos) << jit_output;
+  EXPECT_EQ(jit_output.find("'retrieval_model_train_step' runs eagerly"), std::string::npos) << jit_output;
+
   auto [bad_code, bad_output] = run("train movielens-retrieval --data /nonexistent/ml-100k --epochs 1");
   EXPECT_EQ(bad_code, 1) << bad_output;
   EXPECT_NE(bad_output.find("u.data"), std::string::npos) << bad_output;
