@@ -2,11 +2,14 @@
 // compiles a kernel (tens of microseconds to milliseconds), so it is done once per
 // problem and thread; a cache hit costs a hash lookup and three set_data_handle calls.
 // The key includes the thread budget because oneDNN fixes its blocking, and the number
-// of OpenMP threads it starts, when the primitive is created.
+// of OpenMP threads it starts, when the primitive is created. A problem whose bits would
+// change with the budget runs on one thread (same_bits_on_one_thread).
 #include "chorus/backend/cpu/matmul.h"
 
 #include <cassert>
+#include <cstring>
 #include <list>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -54,6 +57,7 @@ struct Entry {
   dnnl::matmul primitive;
   dnnl::memory src, weights, dst, bias;
   std::unordered_map<int, dnnl::memory> args;
+  bool one_thread = false;  // the primitive was made for, and runs on, one thread
 };
 
 // Everything oneDNN needs on one thread. Built on the thread's first matmul.
@@ -129,6 +133,74 @@ Entry make_entry(const Key& key, const dnnl::engine& engine) {
   }
 }
 
+void execute(ThreadState& state, Entry& entry, const void* a, const void* b, void* c, const void* bias) {
+  std::optional<IntraOpThreadsScope> one_thread;
+  if (entry.one_thread) one_thread.emplace(1);
+  // oneDNN takes non-const handles but only reads src and weights.
+  entry.src.set_data_handle(const_cast<void*>(a));
+  entry.weights.set_data_handle(const_cast<void*>(b));
+  entry.dst.set_data_handle(c);
+  if (entry.key.problem.bias) entry.bias.set_data_handle(const_cast<void*>(bias));
+  entry.primitive.execute(state.stream, entry.args);
+  state.stream.wait();
+}
+
+// The elements an operand's strides reach: 1 + sum((dim - 1) * stride).
+size_t strided_extent(int rank, const std::array<int64_t, kMaxRank>& dims, const std::array<int64_t, kMaxRank>& strides) {
+  size_t extent = 1;
+  for (int i = 0; i < rank; ++i) extent += static_cast<size_t>((dims[i] - 1) * strides[i]);
+  return extent;
+}
+
+// `count` values in [-0.5, 0.5) of `dtype`, the same on every call.
+Tensor probe_values(size_t count, DType dtype) {
+  Tensor values = Tensor::empty(Shape{static_cast<int64_t>(count)}, kFloat32);
+  float* v = values.data<float>();
+  uint32_t state = 0x9E3779B9u;
+  for (size_t i = 0; i < count; ++i) {
+    state = state * 1664525u + 1013904223u;
+    v[i] = static_cast<float>(state >> 8) * (1.0f / 16777216.0f) - 0.5f;
+  }
+  if (dtype == kFloat32) return values;
+  Tensor out = Tensor::empty(values.shape(), dtype);
+  cast(values.raw_data(), kFloat32, out.raw_data(), dtype, static_cast<int64_t>(count));
+  return out;
+}
+
+// Whether `budget` (a primitive for more than one thread) gives the bits the same problem
+// gives on one thread. On AVX2-only hosts oneDNN splits the reduction of skinny products
+// (one row, or a few columns) across threads, so the order of the sums, and their last
+// bits, follow the thread count; chorus's results must not (a compiled step runs each
+// matmul on the budget or on one thread, whichever is faster: jit/executable.h). The
+// order does not depend on the values, so one run of each on the same operands tells.
+bool same_bits_on_one_thread(ThreadState& state, Entry& budget, Entry& one) {
+  const MatmulProblem& p = budget.key.problem;
+  const Tensor a = probe_values(strided_extent(p.rank, p.a_dims, p.a_strides), p.dtype);
+  const Tensor b = probe_values(strided_extent(p.rank, p.b_dims, p.b_strides), p.dtype);
+  const Tensor bias = p.bias ? probe_values(static_cast<size_t>(p.c_dims[p.rank - 1]), p.dtype) : Tensor();
+  const Tensor c_budget = probe_values(strided_extent(p.rank, p.c_dims, c_strides_of(p)), p.dtype);
+  const Tensor c_one = c_budget.clone();
+  const void* bias_data = p.bias ? bias.raw_data() : nullptr;
+  execute(state, budget, a.raw_data(), b.raw_data(), c_budget.raw_data(), bias_data);
+  execute(state, one, a.raw_data(), b.raw_data(), c_one.raw_data(), bias_data);
+  return std::memcmp(c_budget.raw_data(), c_one.raw_data(), c_one.nbytes()) == 0;
+}
+
+// A primitive for the calling thread's budget, or for one thread where the budget's bits
+// would differ from one thread's.
+Entry make_checked_entry(const Key& key, ThreadState& state) {
+  Entry entry = make_entry(key, state.engine);
+  if (key.threads == 1) return entry;
+  Entry one = [&] {
+    IntraOpThreadsScope one_thread(1);
+    return make_entry(Key{key.problem, 1}, state.engine);
+  }();
+  one.key = key;
+  one.one_thread = true;
+  if (same_bits_on_one_thread(state, entry, one)) return entry;
+  return one;
+}
+
 Entry& lookup(ThreadState& state, const MatmulProblem& p) {
   const Key key{p, intra_op_threads()};
   if (auto it = state.index.find(key); it != state.index.end()) {
@@ -139,7 +211,7 @@ Entry& lookup(ThreadState& state, const MatmulProblem& p) {
     state.index.erase(state.lru.back().key);
     state.lru.pop_back();
   }
-  state.lru.push_front(make_entry(key, state.engine));
+  state.lru.push_front(make_checked_entry(key, state));
   state.index.emplace(key, state.lru.begin());
   return state.lru.front();
 }
@@ -160,12 +232,6 @@ bool native_bfloat16_matmul() {
   return supported;
 }
 
-// The elements an operand's strides reach: 1 + sum((dim - 1) * stride).
-size_t strided_extent(int rank, const std::array<int64_t, kMaxRank>& dims, const std::array<int64_t, kMaxRank>& strides) {
-  size_t extent = 1;
-  for (int i = 0; i < rank; ++i) extent += static_cast<size_t>((dims[i] - 1) * strides[i]);
-  return extent;
-}
 
 Tensor widen(const void* data, size_t count) {
   Tensor out = Tensor::empty(Shape{static_cast<int64_t>(count)}, kFloat32);
@@ -199,14 +265,7 @@ void matmul(const MatmulProblem& p, const void* a, const void* b, void* c, const
     return;
   }
   ThreadState& state = thread_state();
-  Entry& entry = lookup(state, p);
-  // oneDNN takes non-const handles but only reads src and weights.
-  entry.src.set_data_handle(const_cast<void*>(a));
-  entry.weights.set_data_handle(const_cast<void*>(b));
-  entry.dst.set_data_handle(c);
-  if (p.bias) entry.bias.set_data_handle(const_cast<void*>(bias));
-  entry.primitive.execute(state.stream, entry.args);
-  state.stream.wait();
+  execute(state, lookup(state, p), a, b, c, bias);
 }
 
 size_t matmul_cache_size() { return thread_state().lru.size(); }

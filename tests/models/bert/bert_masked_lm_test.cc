@@ -99,12 +99,14 @@ TEST(BertMaskedLMTest, StepsOnTheWeightedMasksOnlyGiveTheWholeBatchsLossAndAccur
 }
 
 // Under jit_compile a step is one graph of static shapes: compiled_step_batch gives it the
-// weighted masks' rows padded with rows of weight 0 to one of eight sizes (here 14 rows for
-// the first batch's 13 weighted masks), and Dropout's masks are drawn at every run. Twenty
-// steps train to the eager weights within 1e-6 (the losses differ in their last bit),
-// with no eager fallback (which would warn).
-TEST(BertMaskedLMTest, CompiledStepsTrainAsTheEagerOnes) {
-  auto train = [](bool jit, History* history) {
+// weighted masks' rows padded with rows of weight 0 to one of eight sizes (multiples of 2
+// here), and Dropout's masks are drawn at every run. Twenty steps train to the eager
+// weights, with no eager fallback (which would warn): within 1e-6 where no padding is
+// needed (14 weighted masks a batch); with padding (13 and 15 masks, computed on 14 and 16
+// rows) the padded products' sums may take another order: on an AVX2-only host oneDNN's
+// kernels gave 7.9e-6 after the twenty steps, and AVX-512 ones the eager bits.
+void expect_compiled_steps_train_as_the_eager_ones(std::initializer_list<size_t> unweighted, double tolerance) {
+  auto train = [&](bool jit, History* history) {
     layers::Layer::reset_names();
     layers::set_random_seed(9);
     BertBackboneConfig config = mlm_test_config();
@@ -116,7 +118,7 @@ TEST(BertMaskedLMTest, CompiledStepsTrainAsTheEagerOnes) {
                     .jit_compile = jit});
     Tree batch = mlm_batch(16, 6);
     std::vector<float> weights(32, 1.0f);
-    for (size_t i : {1, 6, 7, 20}) weights[i] = 0;  // rows with one mask, and one with none
+    for (size_t i : unweighted) weights[i] = 0;
     batch[2] = from_values<float>(weights, Shape{16, 2});
     *history = model->fit(data::Dataset::from_tensor_slices(batch).batch(8), {.epochs = 10, .verbose = 0});
     return model;
@@ -130,7 +132,15 @@ TEST(BertMaskedLMTest, CompiledStepsTrainAsTheEagerOnes) {
   const std::vector<double>& jit_loss = jit_history.history.at("loss");
   ASSERT_EQ(jit_loss.size(), eager_loss.size());
   for (size_t i = 0; i < jit_loss.size(); ++i) EXPECT_NEAR(jit_loss[i], eager_loss[i], 1e-6 * eager_loss[i]) << i;
-  EXPECT_LT(max_relative_difference(compiled->weights(), eager->weights()), 1e-6);
+  EXPECT_LT(max_relative_difference(compiled->weights(), eager->weights()), tolerance);
+}
+
+TEST(BertMaskedLMTest, CompiledStepsTrainAsTheEagerOnes) {
+  expect_compiled_steps_train_as_the_eager_ones({1, 6, 20, 21}, 1e-6);
+}
+
+TEST(BertMaskedLMTest, CompiledStepsWithPaddedMasksTrainAsTheEagerOnes) {
+  expect_compiled_steps_train_as_the_eager_ones({1, 6, 7, 20}, 1e-5);  // rows with one mask, and one with none
 }
 
 using BertMixedPrecisionTest = testing::TempDirTest;
