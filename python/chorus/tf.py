@@ -1,0 +1,115 @@
+"""`from chorus import tf`: the parts of TensorFlow the tutorials touch, on chorus (the
+input pipeline, a few ops and dtypes, MirroredStrategy, logical devices). Anything else
+raises NotImplementedError naming it."""
+from chorus import _chorus, data as _data, keras as _keras
+from chorus._shim import Shim as _Shim, module_getattr as _module_getattr
+
+int32, int64, float32, bfloat16, string, uint8 = "int32", "int64", "float32", "bfloat16", "string", "uint8"
+
+
+def constant(value, dtype=None):
+    """tf.constant: a chorus tensor (Python ints become int32, floats float32)."""
+    return _chorus.ops.convert_to_tensor(value, dtype)
+
+
+maximum = _chorus.ops.maximum
+minimum = _chorus.ops.minimum
+cast = _chorus.ops.cast
+Tensor = _chorus.Tensor
+
+data = _Shim("tf.data", "tf.data on chorus.data", Dataset=_data.Dataset, AUTOTUNE=_data.AUTOTUNE,
+             TextLineDataset=_data.Dataset.text_line)
+strings = _Shim("tf.strings", "tf.strings on chorus's string ops", to_number=_chorus.strings.to_number,
+               length=_chorus.strings.length, lower=_chorus.strings.lower)
+keras = _keras
+
+
+class MirroredStrategy:
+    """tf.distribute.MirroredStrategy: synchronous replicas over the local devices (or the
+    given ones). Models compiled inside scope() train data-parallel."""
+
+    def __init__(self, devices=None):
+        self._devices = _local_devices() if devices is None else [_device(d) for d in devices]
+        self._distribution = _keras.distribution.DataParallel(devices=self._devices)
+
+    @property
+    def num_replicas_in_sync(self):
+        return len(self._devices)
+
+    @property
+    def extended(self):
+        raise NotImplementedError("tf.distribute.MirroredStrategy.extended is not provided by chorus")
+
+    def scope(self):
+        return _Scope(self._distribution)
+
+
+class _Scope:
+    """Makes a distribution current while it is open, then restores the previous one."""
+
+    def __init__(self, distribution):
+        self._distribution, self._previous = distribution, None
+
+    def __enter__(self):
+        self._previous = _keras.distribution.distribution()
+        _keras.distribution.set_distribution(self._distribution)
+        return self
+
+    def __exit__(self, *exc):
+        _keras.distribution.set_distribution(self._previous)
+        return False
+
+
+def _local_devices():
+    return _chorus.list_devices("")
+
+
+def _device(name):
+    """A chorus device from "/cpu:1", "CPU:1", "/job:localhost/.../device:CPU:1" or a device."""
+    if isinstance(name, _chorus.Device):
+        return name
+    kind, _, index = str(name).rsplit("/", 1)[-1].replace("device:", "").partition(":")
+    if kind.lower() != "cpu" or not index.isdigit():
+        raise NotImplementedError(f"tf.distribute.MirroredStrategy: chorus runs on CPU devices, not '{name}'")
+    return _local_devices()[int(index)]
+
+
+class LogicalDeviceConfiguration:
+    """tf.config.LogicalDeviceConfiguration: one logical device (memory limits do not apply on a CPU)."""
+
+    def __init__(self, memory_limit=None, experimental_priority=None, experimental_device_ordinal=None):
+        self.memory_limit = memory_limit
+
+
+class _Device:
+    def __init__(self, name, device_type):
+        self.name, self.device_type = name, device_type
+
+    def __repr__(self):
+        return f"LogicalDevice(name='{self.name}', device_type='{self.device_type}')"
+
+
+def _list_devices(kind):
+    def list_devices(device_type=None):
+        if device_type not in (None, "CPU"):
+            return []  # chorus has no GPU devices yet: tf.config lists none of that type
+        return [_Device(f"/{kind}:CPU:{d.id}", "CPU") for d in _local_devices()]
+
+    return list_devices
+
+
+def _set_logical_device_configuration(device, logical_devices):
+    """Splits the CPU into len(logical_devices) logical devices, as chorus's CHORUS_CPU_DEVICES does."""
+    if device.device_type != "CPU":
+        raise NotImplementedError(f"tf.config.set_logical_device_configuration: only CPU devices, not {device}")
+    _chorus.set_cpu_devices(len(logical_devices))
+
+
+distribute = _Shim("tf.distribute", "tf.distribute on chorus's data parallelism", MirroredStrategy=MirroredStrategy)
+config = _Shim("tf.config", "tf.config's device listing on chorus's devices",
+               LogicalDeviceConfiguration=LogicalDeviceConfiguration,
+               list_physical_devices=lambda device_type=None: _list_devices("physical_device")(device_type)[:1],
+               list_logical_devices=_list_devices("device"),
+               set_logical_device_configuration=_set_logical_device_configuration)
+
+__getattr__ = _module_getattr("tf", globals())

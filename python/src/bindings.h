@@ -1,0 +1,21 @@
+// The parts of the _chorus extension module, one function per file that binds them.
+// module.cc calls them in dependency order: tensors before layers before models.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace chorus::python {
+
+namespace py = pybind11;
+
+void bind_errors(py::module_& m);     // module.cc
+void bind_tensors(py::module_& m);    // tensor_bindings.cc: Tensor, Variable, ops
+void bind_layers(py::module_& m);     // layer_bindings.cc: Layer, Input, the registry
+void bind_training(py::module_& m);   // training_bindings.cc: optimizers, losses, metrics, callbacks
+void bind_models(py::module_& m);     // model_bindings.cc: Model, Sequential, fit/evaluate/predict
+void bind_data(py::module_& m);       // data_bindings.cc: Dataset, the data set readers
+void bind_text(py::module_& m);       // text_bindings.cc: string ops
+void bind_distribution(py::module_& m);  // distribution_bindings.cc: devices, meshes, DataParallel
+void bind_recsys(py::module_& m);     // recsys_bindings.cc: BruteForceRetrieval
+
+}  // namespace chorus::python

@@ -1,0 +1,153 @@
+// chorus.data.Dataset: tf.data's pipeline on chorus's (chorus/data/dataset.h). Elements
+// cross into Python as tuples and dicts of NumPy arrays; a Python function given to map
+// or filter runs per element with the GIL.
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+
+#include "chorus/core/creation.h"
+#include "chorus/data/dataset.h"
+#include "chorus/data/download.h"
+#include "chorus/data/movielens.h"
+#include "chorus/data/text_line_dataset.h"
+#include "python/src/bindings.h"
+#include "python/src/conversions.h"
+
+namespace chorus::python {
+namespace {
+
+using namespace pybind11::literals;
+using data::Dataset;
+
+// tf.data calls a function with a tuple element's items as its arguments.
+py::object apply(const py::function& fn, const Tree& element) {
+  py::object value = from_tree(element, /*numpy=*/false, /*tuples=*/true);
+  if (py::isinstance<py::tuple>(value)) return fn(*value);
+  return fn(value);
+}
+
+// tf.data's tuple elements become list trees, as a supervised (x, y) batch is.
+Tree element_of(const py::object& value) { return to_tree(value); }
+
+// as_numpy_iterator's leaves: NumPy arrays, and scalars as tf.data gives them (bytes for
+// a string, a NumPy scalar for a number).
+py::object numpy_element(const Tree& tree) {
+  if (tree.is_tensor()) {
+    const Tensor& t = tree.tensor();
+    if (t.rank() == 0 && t.dtype() == kString) return py::bytes(t.string_at(0));
+    py::array array = to_numpy(t);
+    return t.rank() == 0 ? py::object(array[py::tuple()]) : py::object(array);
+  }
+  if (tree.is_dict()) {
+    py::dict dict;
+    for (const auto& [key, item] : tree.dict()) dict[py::str(key)] = numpy_element(item);
+    return dict;
+  }
+  py::list list;
+  for (const Tree& item : tree.list()) list.append(numpy_element(item));
+  return py::tuple(list);
+}
+
+// Iterating a Dataset gives tensors (as iterating a tf.data.Dataset does);
+// as_numpy_iterator gives NumPy values.
+class PythonIterator {
+ public:
+  PythonIterator(const Dataset& dataset, bool numpy) : iterator_(dataset.iterator()), numpy_(numpy) {}
+  py::object next() {
+    std::optional<Tree> element;
+    {
+      py::gil_scoped_release release;
+      element = iterator_.next();
+    }
+    if (!element) throw py::stop_iteration();
+    return numpy_ ? numpy_element(*element) : from_tree(*element, /*numpy=*/false, /*tuples=*/true);
+  }
+
+ private:
+  data::Iterator iterator_;
+  bool numpy_;
+};
+
+// tf.data's reduce: reduce_func(state, element) over one pass, in Python.
+py::object reduce(const Dataset& dataset, py::object state, const py::function& reduce_func) {
+  PythonIterator it(dataset, /*numpy=*/false);
+  try {
+    for (;;) {
+      py::object element = it.next();
+      state = py::isinstance<py::tuple>(element) ? reduce_func(state, *element) : reduce_func(state, element);
+    }
+  } catch (const py::stop_iteration&) {
+  }
+  return py::cast(to_tensor(state));
+}
+
+// The readers behind the tfds shim: MovieLens 100K's columns, from a directory that
+// data::fetch verified (or $CHORUS_SHARED_DATA's copy).
+void bind_datasets(py::module_ m) {
+  namespace ml = datasets::movielens_100k;
+  m.def("fetch", [](const std::string& name) {
+    py::gil_scoped_release release;
+    return data::fetch(name);
+  }, "name"_a);
+  m.def("movielens_100k_ratings", [](const std::string& dir) { return from_tree(ml::load_ratings(dir), true); },
+        "dir"_a);
+  m.def("movielens_100k_movies", [](const std::string& dir) {
+    ml::Movies movies = ml::load_movies(dir);
+    py::dict out;
+    out["movie_id"] = to_numpy(movies.movie_id);
+    out["movie_title"] = movies.titles;
+    out["movie_genres"] = to_numpy(movies.genres);
+    return out;
+  }, "dir"_a);
+}
+
+}  // namespace
+
+void bind_data(py::module_& m) {
+  py::class_<PythonIterator>(m, "DatasetIterator")
+      .def("__iter__", [](PythonIterator& it) -> PythonIterator& { return it; })
+      .def("__next__", &PythonIterator::next);
+  py::class_<Dataset>(m, "Dataset", "tf.data.Dataset's pipeline: elements are tuples and dicts of arrays.")
+      .def_static("from_tensor_slices", [](const py::object& tensors) {
+        return Dataset::from_tensor_slices(element_of(tensors));
+      }, "tensors"_a)
+      .def_static("text_line", [](const py::object& filenames) {
+        // tf.data.TextLineDataset(filenames): one file name or a list of them.
+        if (py::isinstance<py::str>(filenames)) return data::text_line_dataset({filenames.cast<std::string>()});
+        return data::text_line_dataset(filenames.cast<std::vector<std::string>>());
+      }, "filenames"_a)
+      .def_static("range", [](int64_t a, const std::optional<int64_t>& b, int64_t step) {
+        return b ? Dataset::range(a, *b, step) : Dataset::range(a);
+      }, "start"_a, "stop"_a = py::none(), "step"_a = 1)
+      .def("batch", &Dataset::batch, "batch_size"_a, "drop_remainder"_a = false)
+      .def("shuffle", &Dataset::shuffle, "buffer_size"_a, "seed"_a = py::none(), "reshuffle_each_iteration"_a = true)
+      .def("cardinality", [](const Dataset& d) { return scalar(static_cast<double>(d.cardinality()), kInt64); })
+      .def("reduce", &reduce, "initial_state"_a, "reduce_func"_a)
+      .def("repeat", [](const Dataset& d, const std::optional<int64_t>& count) { return d.repeat(count.value_or(-1)); },
+           "count"_a = py::none())
+      .def("take", &Dataset::take, "count"_a)
+      .def("skip", &Dataset::skip, "count"_a)
+      .def("cache", &Dataset::cache, "filename"_a = "")
+      .def("prefetch", &Dataset::prefetch, "buffer_size"_a)
+      .def("unbatch", &Dataset::unbatch)
+      .def("map", [](const Dataset& d, const py::function& fn, const py::object&) {
+        return d.map([fn](const Tree& element) {
+          py::gil_scoped_acquire gil;
+          return element_of(apply(fn, element));
+        });
+      }, "map_func"_a, "num_parallel_calls"_a = py::none())
+      .def("filter", [](const Dataset& d, const py::function& predicate) {
+        return d.filter([predicate](const Tree& element) {
+          py::gil_scoped_acquire gil;
+          return py::bool_(apply(predicate, element)).cast<bool>();
+        });
+      }, "predicate"_a)
+      .def("__iter__", [](const Dataset& d) { return PythonIterator(d, false); })
+      .def("as_numpy_iterator", [](const Dataset& d) { return PythonIterator(d, true); });
+  m.attr("INFINITE_CARDINALITY") = data::kInfiniteCardinality;
+  m.attr("UNKNOWN_CARDINALITY") = data::kUnknownCardinality;
+  bind_datasets(m.def_submodule("datasets", "chorus's readers of published data sets"));
+}
+
+}  // namespace chorus::python

@@ -1,0 +1,53 @@
+// keras.distribution on chorus's: devices, DeviceMesh, DataParallel and the process's
+// current distribution, which Model.compile captures as in C++.
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chorus/core/devices.h"
+#include "chorus/distribution/distribution.h"
+#include "python/src/bindings.h"
+
+namespace chorus::python {
+
+using namespace pybind11::literals;
+
+void bind_distribution(py::module_& m) {
+  py::class_<Device>(m, "Device")
+      .def_property_readonly("id", [](const Device& d) { return d.index; })
+      .def_property_readonly("platform", [](const Device& d) { return d.is_cpu() ? "cpu" : "cuda"; })
+      .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
+      .def("__hash__", [](const Device& d) { return std::hash<std::string>()(d.to_string()); })
+      .def("__repr__", &Device::to_string);
+  // tf.config.set_logical_device_configuration's split of the CPU into logical devices.
+  m.def("set_cpu_devices", &set_cpu_devices, "count"_a);
+  m.def("list_devices", [](const std::string& device_type) { return distribution::list_devices(device_type); },
+        "device_type"_a = "");
+  py::class_<distribution::DeviceMesh>(m, "DeviceMesh")
+      .def(py::init<std::vector<int64_t>, std::vector<std::string>, std::vector<Device>>(), "shape"_a,
+           "axis_names"_a, "devices"_a)
+      .def_property_readonly("shape", &distribution::DeviceMesh::shape)
+      .def_property_readonly("axis_names", &distribution::DeviceMesh::axis_names)
+      .def_property_readonly("devices", &distribution::DeviceMesh::devices);
+  py::class_<distribution::Distribution, std::shared_ptr<distribution::Distribution>>(m, "Distribution")
+      .def_property_readonly("device_mesh", &distribution::Distribution::device_mesh);
+  py::class_<distribution::DataParallel, distribution::Distribution, std::shared_ptr<distribution::DataParallel>>(
+      m, "DataParallel")
+      .def(py::init([](const std::optional<std::vector<Device>>& devices,
+                       const std::optional<distribution::DeviceMesh>& device_mesh) {
+             if (devices && device_mesh) throw py::value_error("DataParallel: pass devices or device_mesh, not both");
+             if (device_mesh) return std::make_shared<distribution::DataParallel>(*device_mesh);
+             return std::make_shared<distribution::DataParallel>(devices.value_or(std::vector<Device>{}));
+           }),
+           "devices"_a = py::none(), "device_mesh"_a = py::none())
+      .def_property_readonly("batch_dim_name", &distribution::DataParallel::batch_dim_name);
+  m.def("set_distribution", [](std::shared_ptr<distribution::Distribution> value) {
+    distribution::set_distribution(std::move(value));
+  }, "value"_a);
+  m.def("distribution", [] { return distribution::distribution(); });
+}
+
+}  // namespace chorus::python

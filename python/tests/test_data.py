@@ -1,0 +1,55 @@
+"""chorus.data.Dataset from Python: elements, Python map/filter functions, and fit."""
+import unittest
+
+import numpy as np
+
+from chorus import data, keras
+
+
+class DatasetTest(unittest.TestCase):
+    def test_elements_come_back_as_tuples_and_dicts_of_arrays(self):
+        x = np.arange(6, dtype=np.float32).reshape(3, 2)
+        ds = data.Dataset.from_tensor_slices((x, {"label": np.array([0, 1, 2])}))
+        elements = list(ds)
+        self.assertEqual(len(elements), 3)
+        features, labels = elements[1]
+        np.testing.assert_array_equal(features, [2.0, 3.0])
+        self.assertEqual(int(labels["label"]), 1)
+        batches = list(ds.batch(2))
+        self.assertEqual([b[0].shape for b in batches], [(2, 2), (1, 2)])
+
+    def test_python_map_and_filter_run_per_element(self):
+        ds = data.Dataset.range(10).filter(lambda i: i >= 6).map(lambda i: (i * 2, i))
+        self.assertEqual([(int(a), int(b)) for a, b in ds], [(12, 6), (14, 7), (16, 8), (18, 9)])
+
+    def test_an_exception_in_map_names_its_cause(self):
+        def bad(i):
+            raise ValueError(f"bad element {int(i)}")
+
+        with self.assertRaisesRegex(ValueError, "bad element 0"):
+            list(data.Dataset.range(3).map(bad))
+
+    def test_fit_on_a_dataset_equals_fit_on_arrays(self):
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((40, 3)).astype(np.float32)
+        y = rng.standard_normal((40, 1)).astype(np.float32)
+
+        def model():
+            keras.utils.set_random_seed(11)
+            inputs = keras.Input(shape=(3,))
+            m = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+            m.compile(optimizer="adam", loss="mse")
+            return m
+
+        a, b = model(), model()
+        history_a = a.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        history_b = b.fit(data.Dataset.from_tensor_slices((x, y)).batch(8), epochs=2, verbose=0)
+        self.assertEqual(history_a.history["loss"], history_b.history["loss"])
+        for wa, wb in zip(a.get_weights(), b.get_weights()):
+            np.testing.assert_array_equal(wa, wb)
+        val = b.fit(data.Dataset.from_tensor_slices((x, y)).batch(8), validation_data=(x, y), verbose=0)
+        self.assertIn("val_loss", val.history)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,142 @@
+"""Model, Sequential and Layer subclasses: training against NumPy's own arithmetic."""
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+from chorus import keras
+
+
+def numpy_sgd(x, y, kernel, bias, learning_rate, batch_size, epochs):
+    """Dense(1) + mean squared error + plain SGD, in float64: the reference."""
+    kernel, bias = kernel.astype(np.float64), bias.astype(np.float64)
+    losses = []
+    for _ in range(epochs):
+        total = 0.0
+        for start in range(0, len(x), batch_size):
+            xb, yb = x[start:start + batch_size], y[start:start + batch_size]
+            error = xb @ kernel + bias - yb
+            total += float((error ** 2).mean()) * len(xb)
+            kernel -= learning_rate * 2 * xb.T @ error / error.size
+            bias -= learning_rate * 2 * error.sum(0) / error.size
+        losses.append(total / len(x))
+    return kernel, bias, losses
+
+
+class Linear(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(1)
+
+    def call(self, inputs, training=False):
+        self.seen_training = training
+        return self.dense(inputs)
+
+
+class ModelTest(unittest.TestCase):
+    def setUp(self):
+        rng = np.random.default_rng(3)
+        self.x = rng.standard_normal((12, 3)).astype(np.float32)
+        self.y = (self.x @ np.array([[1.0], [-2.0], [0.5]]) + 0.3).astype(np.float32)
+
+    def check_against_numpy(self, model):
+        kernel, bias = model.get_weights()
+        model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse")
+        history = model.fit(self.x, self.y, batch_size=4, epochs=3, shuffle=False, verbose=0)
+        want_kernel, want_bias, want_losses = numpy_sgd(self.x, self.y, kernel, bias, 0.1, 4, 3)
+        got_kernel, got_bias = model.get_weights()
+        np.testing.assert_allclose(got_kernel, want_kernel, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got_bias, want_bias, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(history.history["loss"], want_losses, rtol=1e-5)
+        self.assertEqual(history.epoch, [0, 1, 2])
+
+    def test_functional_model_trains_as_numpy_sgd(self):
+        inputs = keras.Input(shape=(3,))
+        self.check_against_numpy(keras.Model(inputs, keras.layers.Dense(1)(inputs)))
+
+    def test_sequential_model_trains_as_numpy_sgd(self):
+        self.check_against_numpy(keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(1)]))
+
+    def test_subclassed_model_tracks_its_layers_and_trains_as_numpy_sgd(self):
+        model = Linear()
+        model(self.x[:1])  # builds
+        self.assertEqual([w.path for w in model.trainable_weights], [f"{model.dense.name}/kernel",
+                                                                      f"{model.dense.name}/bias"])
+        self.check_against_numpy(model)
+        self.assertTrue(model.seen_training)
+        model.predict(self.x, verbose=0)
+        self.assertFalse(model.seen_training)
+
+    def test_evaluate_and_predict_agree_with_numpy(self):
+        inputs = keras.Input(shape=(3,))
+        model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+        model.compile(optimizer="sgd", loss="mse", metrics=["mae"])
+        kernel, bias = model.get_weights()
+        want = self.x @ kernel + bias
+        np.testing.assert_allclose(model.predict(self.x, batch_size=5, verbose=0), want, rtol=1e-5, atol=1e-6)
+        loss, mae = model.evaluate(self.x, self.y, batch_size=5, verbose=0)
+        self.assertAlmostEqual(loss, float(((want - self.y) ** 2).mean()), places=5)
+        self.assertAlmostEqual(mae, float(np.abs(want - self.y).mean()), places=5)
+        self.assertEqual(set(model.evaluate(self.x, self.y, verbose=0, return_dict=True)), {"loss", "mae"})
+
+    def test_python_layer_with_its_own_weight_trains_as_numpy(self):
+        class Scale(keras.layers.Layer):
+            def build(self, input_shape):
+                self.w = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="w")
+
+            def call(self, x):
+                return x * self.w
+
+        inputs = keras.Input(shape=(3,))
+        scale = Scale()
+        model = keras.Model(inputs, scale(inputs))
+        model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.05), loss="mse")
+        model.fit(self.x, self.x * 2, batch_size=12, epochs=1, verbose=0)
+        # d/dw mean((x w - 2x)^2) at w = 1: 2 * mean over all elements of (x w - 2x) x, per column / 3 columns
+        error = self.x - 2 * self.x
+        want = 1 - 0.05 * 2 * (error * self.x).sum(0) / error.size
+        np.testing.assert_allclose(np.asarray(scale.w), want, rtol=1e-5)
+        self.assertEqual(scale.w.path, f"{scale.name}/w")
+
+    def test_save_and_load_model_round_trip(self):
+        inputs = keras.Input(shape=(3,))
+        model = keras.Model(inputs, keras.layers.Dense(2, activation="relu")(inputs))
+        model.compile(optimizer="adam", loss="mse")
+        model.fit(self.x, np.zeros((12, 2), np.float32), epochs=1, verbose=0)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "model")
+            model.save(path)
+            loaded = keras.saving.load_model(path)
+            np.testing.assert_array_equal(loaded.predict(self.x, verbose=0), model.predict(self.x, verbose=0))
+            self.assertEqual(loaded.optimizer.iterations, model.optimizer.iterations)
+            model.save_weights(os.path.join(tmp, "w.safetensors"))
+            loaded.set_weights([np.zeros_like(w) for w in loaded.get_weights()])
+            loaded.load_weights(os.path.join(tmp, "w.safetensors"))
+            np.testing.assert_array_equal(loaded.predict(self.x, verbose=0), model.predict(self.x, verbose=0))
+
+    def test_summary_prints_the_layers(self):
+        model = keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(4, name="hidden")], name="seq")
+        lines = []
+        model.summary(print_fn=lines.append)
+        self.assertIn('Model: "seq"', lines[0])
+        self.assertIn("hidden (Dense)", lines[0])
+
+    def test_mistakes_raise_keras_errors(self):
+        inputs = keras.Input(shape=(3,))
+        model = keras.Model(inputs, keras.layers.Dense(1)(inputs), name="m")
+        with self.assertRaisesRegex(ValueError, "compile"):
+            model.fit(self.x, self.y, verbose=0)
+        with self.assertRaisesRegex(ValueError, "unexpected config key 'bogus'"):
+            keras.layers.Dense(4, bogus=1)
+        with self.assertRaisesRegex(TypeError, r"takes 3 positional argument\(s\)"):
+            keras.layers.Dense(4, "relu", True, 5)
+        model.compile(optimizer="sgd", loss="mse")
+        with self.assertRaises(ValueError):
+            model.fit(np.ones((4, 5), np.float32), np.ones((4, 1), np.float32), verbose=0)
+        with self.assertRaisesRegex(TypeError, "loss_weights"):
+            model.compile(optimizer="sgd", loss="mse", loss_weights=[1.0])
+
+
+if __name__ == "__main__":
+    unittest.main()
