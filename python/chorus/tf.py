@@ -1,6 +1,8 @@
 """`from chorus import tf`: the parts of TensorFlow the tutorials touch, on chorus (the
 input pipeline, a few ops and dtypes, MirroredStrategy, logical devices). Anything else
 raises NotImplementedError naming it."""
+import sys as _sys
+
 from chorus import _chorus, data as _data, keras as _keras
 from chorus._shim import Shim as _Shim, module_getattr as _module_getattr
 
@@ -68,9 +70,11 @@ def _device(name):
     """A chorus device from "/cpu:1", "CPU:1", "/job:localhost/.../device:CPU:1" or a device."""
     if isinstance(name, _chorus.Device):
         return name
+    if isinstance(name, _Device):
+        name = name.name
     kind, _, index = str(name).rsplit("/", 1)[-1].replace("device:", "").partition(":")
-    if kind.lower() != "cpu" or not index.isdigit():
-        raise NotImplementedError(f"tf.distribute.MirroredStrategy: chorus runs on CPU devices, not '{name}'")
+    if kind.upper() not in ("CPU", "GPU") or not index.isdigit():
+        raise NotImplementedError(f"tf.distribute.MirroredStrategy: chorus runs on its CPU devices, not '{name}'")
     return _local_devices()[int(index)]
 
 
@@ -86,30 +90,54 @@ class _Device:
         self.name, self.device_type = name, device_type
 
     def __repr__(self):
-        return f"LogicalDevice(name='{self.name}', device_type='{self.device_type}')"
+        return f"{type(self).__name__}(name='{self.name}', device_type='{self.device_type}')"
 
 
-def _list_devices(kind):
-    def list_devices(device_type=None):
-        if device_type not in (None, "CPU"):
-            return []  # chorus has no GPU devices yet: tf.config lists none of that type
-        return [_Device(f"/{kind}:CPU:{d.id}", "CPU") for d in _local_devices()]
-
-    return list_devices
+class PhysicalDevice(_Device):
+    pass
 
 
-def _set_logical_device_configuration(device, logical_devices):
-    """Splits the CPU into len(logical_devices) logical devices, as chorus's CHORUS_CPU_DEVICES does."""
-    if device.device_type != "CPU":
-        raise NotImplementedError(f"tf.config.set_logical_device_configuration: only CPU devices, not {device}")
+class LogicalDevice(_Device):
+    pass
+
+
+_told_about_gpus = []
+
+
+def _kind(device_type):
+    """"CPU", or "GPU", for which chorus's CPU devices stand in (said once): they are what
+    its replicas run on, as a tutorial splitting one GPU into two expects."""
+    kind = (device_type or "CPU").upper()
+    if kind not in ("CPU", "GPU"):
+        raise NotImplementedError(f"tf.config: chorus has CPU devices, not '{device_type}'")
+    if kind == "GPU" and not _told_about_gpus:
+        _told_about_gpus.append(True)
+        print("chorus: tf.config: this host has no GPU; chorus's logical CPU devices stand in for 'GPU'",
+              file=_sys.stderr)
+    return kind
+
+
+def list_physical_devices(device_type=None):
+    """tf.config.list_physical_devices: the host, as one device."""
+    kind = _kind(device_type)
+    return [PhysicalDevice(f"/physical_device:{kind}:0", kind)]
+
+
+def list_logical_devices(device_type=None):
+    """tf.config.list_logical_devices: chorus's devices (CHORUS_CPU_DEVICES, one per core by default)."""
+    kind = _kind(device_type)
+    return [LogicalDevice(f"/device:{kind}:{d.id}", kind) for d in _local_devices()]
+
+
+def set_logical_device_configuration(device, logical_devices):
+    """Splits the host into len(logical_devices) logical devices (chorus's set_cpu_devices)."""
     _chorus.set_cpu_devices(len(logical_devices))
 
 
 distribute = _Shim("tf.distribute", "tf.distribute on chorus's data parallelism", MirroredStrategy=MirroredStrategy)
 config = _Shim("tf.config", "tf.config's device listing on chorus's devices",
-               LogicalDeviceConfiguration=LogicalDeviceConfiguration,
-               list_physical_devices=lambda device_type=None: _list_devices("physical_device")(device_type)[:1],
-               list_logical_devices=_list_devices("device"),
-               set_logical_device_configuration=_set_logical_device_configuration)
+               LogicalDeviceConfiguration=LogicalDeviceConfiguration, list_physical_devices=list_physical_devices,
+               list_logical_devices=list_logical_devices,
+               set_logical_device_configuration=set_logical_device_configuration)
 
 __getattr__ = _module_getattr("tf", globals())

@@ -4,6 +4,9 @@
 
 #include <pybind11/pybind11.h>
 
+#include "chorus/data/dataset.h"
+#include "chorus/models/model.h"
+
 namespace chorus::python {
 
 namespace py = pybind11;
@@ -17,5 +20,10 @@ void bind_data(py::module_& m);       // data_bindings.cc: Dataset, the data set
 void bind_text(py::module_& m);       // text_bindings.cc: string ops
 void bind_distribution(py::module_& m);  // distribution_bindings.cc: devices, meshes, DataParallel
 void bind_recsys(py::module_& m);     // recsys_bindings.cc: BruteForceRetrieval
+void bind_hub(py::module_& m);        // hub_bindings.cc: BertMaskedLM
+
+// What fit and evaluate train on for `model`: a task with a preprocessor (BertMaskedLM)
+// preprocesses raw strings first (hub_bindings.cc).
+data::Dataset prepared_for(const models::Model& model, const data::Dataset& dataset);
 
 }  // namespace chorus::python

@@ -69,9 +69,9 @@ int64_t steps_of(const py::object& steps) { return steps.is_none() ? -1 : steps.
 bool is_dataset(const py::handle& value) { return py::isinstance<data::Dataset>(value); }
 
 // fit's validation_data: a Dataset, or (x, y) arrays batched like the training arrays.
-std::optional<data::Dataset> validation_of(const py::object& value, int64_t batch_size) {
+std::optional<data::Dataset> validation_of(const Model& model, const py::object& value, int64_t batch_size) {
   if (value.is_none()) return std::nullopt;
-  if (is_dataset(value)) return value.cast<data::Dataset>();
+  if (is_dataset(value)) return prepared_for(model, value.cast<data::Dataset>());
   auto pair = value.cast<py::sequence>();
   if (py::len(pair) != 2) {
     throw py::value_error("validation_data: expected a Dataset or an (x, y) tuple; sample weights are not supported yet");
@@ -88,14 +88,19 @@ void not_supported(const py::object& value, const char* what) {
 void compile(Model& model, const py::object& optimizer, const py::object& loss, const py::object& metrics,
              const py::object& jit_compile, const py::object& loss_weights, const py::object& weighted_metrics) {
   not_supported(loss_weights, "compile(loss_weights=...)");
-  not_supported(weighted_metrics, "compile(weighted_metrics=...)");
+  // chorus's compiled metrics take a batch's sample weights when it has them: Keras's
+  // weighted_metrics. Keras's metrics= ignore them, so the two cannot both be honoured.
+  if (!metrics.is_none() && !weighted_metrics.is_none()) {
+    throw py::type_error("compile: chorus weighs every metric by the sample weights, so pass metrics or "
+                         "weighted_metrics, not both (NotImplemented)");
+  }
   models::CompileOptions options;
   if (py::isinstance<py::str>(optimizer)) options.optimizer = optimizer.cast<std::string>();
   else options.optimizer = optimizer.cast<std::shared_ptr<optimizers::Optimizer>>();
   if (py::isinstance<py::str>(loss)) options.loss = loss.cast<std::string>();
   else if (!loss.is_none()) options.loss = loss.cast<std::shared_ptr<losses::Loss>>();
-  if (!metrics.is_none()) {
-    for (const py::handle m : metrics) {
+  if (const py::object& given = metrics.is_none() ? weighted_metrics : metrics; !given.is_none()) {
+    for (const py::handle m : given) {
       if (py::isinstance<py::str>(m)) options.metrics.emplace_back(m.cast<std::string>());
       else options.metrics.emplace_back(m.cast<std::shared_ptr<metrics::Metric>>());
     }
@@ -116,7 +121,7 @@ py::object fit(Model& model, const py::object& x, const py::object& y, const py:
   options.callbacks = callbacks_of(callbacks);
   options.validation_split = validation_split;
   options.validation_data = validation_of(
-      validation_data, validation_batch_size.is_none() ? options.batch_size : validation_batch_size.cast<int64_t>());
+      model, validation_data, validation_batch_size.is_none() ? options.batch_size : validation_batch_size.cast<int64_t>());
   options.shuffle = shuffle;
   options.initial_epoch = initial_epoch;
   options.steps_per_epoch = steps_of(steps_per_epoch);
@@ -126,7 +131,7 @@ py::object fit(Model& model, const py::object& x, const py::object& y, const py:
   PythonStreams streams;
   if (is_dataset(x)) {
     if (!y.is_none()) throw py::value_error("fit: y must be None when x is a Dataset (it yields (x, y) pairs)");
-    auto dataset = x.cast<data::Dataset>();
+    auto dataset = prepared_for(model, x.cast<data::Dataset>());
     py::gil_scoped_release release;
     history = model.fit(dataset, std::move(options));
   } else {
@@ -148,7 +153,7 @@ py::object evaluate(Model& model, const py::object& x, const py::object& y, cons
   models::Logs logs;
   PythonStreams streams;
   if (is_dataset(x)) {
-    auto dataset = x.cast<data::Dataset>();
+    auto dataset = prepared_for(model, x.cast<data::Dataset>());
     py::gil_scoped_release release;
     logs = model.evaluate(dataset, std::move(options));
   } else {

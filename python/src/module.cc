@@ -41,4 +41,5 @@ PYBIND11_MODULE(_chorus, m) {
   chorus::python::bind_distribution(m);
   chorus::python::bind_recsys(m);
   chorus::python::bind_models(m);
+  chorus::python::bind_hub(m);
 }

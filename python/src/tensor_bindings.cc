@@ -85,6 +85,7 @@ void def_arithmetic(py::class_<C>& cls) {
         return released([&] { return ops::matmul(ta, tb); });
       })
       .def("__neg__", unary(&ops::negative))
+      .def("__abs__", unary(&ops::abs))
       .def("__lt__", binary(&ops::less)).def("__le__", binary(&ops::less_equal))
       .def("__gt__", binary(&ops::greater)).def("__ge__", binary(&ops::greater_equal));
 }
@@ -113,6 +114,9 @@ void bind_tensor_class(py::module_& m) {
       .def("__float__", [](const Tensor& t) { return t.item<double>(); })
       .def("__int__", [](const Tensor& t) { return t.item<int64_t>(); })
       .def("__bool__", [](const Tensor& t) { return t.item<double>() != 0; })
+      .def("__round__", [](const Tensor& t, const py::object& ndigits) {
+        return py::module_::import("builtins").attr("round")(t.item<double>(), ndigits);
+      }, "ndigits"_a = py::none())
       .def("__repr__", [](const Tensor& t) { return "<chorus.Tensor " + t.to_string() + ">"; });
   def_arithmetic(tensor);
 

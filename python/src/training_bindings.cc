@@ -9,6 +9,7 @@
 #include <string>
 
 #include "chorus/callbacks/callbacks.h"
+#include "chorus/core/creation.h"
 #include "chorus/losses/loss.h"
 #include "chorus/metrics/metric.h"
 #include "chorus/models/model.h"
@@ -125,6 +126,31 @@ void bind_callbacks(py::module_& m) {
              return std::make_shared<callbacks::CSVLogger>(filename, callbacks::CSVLoggerOptions{separator[0], append});
            }),
            "filename"_a, "separator"_a = ",", "append"_a = false);
+  py::class_<callbacks::TensorBoard, Callback, std::shared_ptr<callbacks::TensorBoard>>(m, "TensorBoard")
+      .def(py::init([](const std::string& log_dir, int histogram_freq, bool, bool write_images, bool,
+                       const py::object& update_freq, const py::object& profile_batch, int embeddings_freq) {
+             // Keras's write_graph defaults to True: chorus writes no graph whatever it says.
+             if (histogram_freq != 0 || write_images || embeddings_freq != 0) {
+               throw py::type_error("TensorBoard: histograms, images and embeddings are not supported by chorus "
+                                    "(NotImplemented); scalars and profiles are");
+             }
+             callbacks::TensorBoardOptions options;
+             if (!py::isinstance<py::str>(update_freq)) options.update_freq = update_freq.cast<int64_t>();
+             else if (update_freq.cast<std::string>() == "batch") options.update_freq = 1;
+             else if (update_freq.cast<std::string>() != "epoch") {
+               throw py::value_error("TensorBoard: update_freq must be 'epoch', 'batch' or a number of batches");
+             }
+             if (py::isinstance<py::int_>(profile_batch)) {
+               const auto batch = profile_batch.cast<int64_t>();
+               options.profile_batch = {batch, batch};
+             } else {
+               options.profile_batch = profile_batch.cast<std::pair<int64_t, int64_t>>();
+             }
+             return std::make_shared<callbacks::TensorBoard>(log_dir, options);
+           }),
+           "log_dir"_a = "logs", "histogram_freq"_a = 0, "write_graph"_a = true, "write_images"_a = false,
+           "write_steps_per_second"_a = false, "update_freq"_a = "epoch", "profile_batch"_a = 0,
+           "embeddings_freq"_a = 0);
   py::class_<callbacks::TerminateOnNaN, Callback, std::shared_ptr<callbacks::TerminateOnNaN>>(m, "TerminateOnNaN")
       .def(py::init<>());
   py::class_<callbacks::LearningRateScheduler, Callback, std::shared_ptr<callbacks::LearningRateScheduler>>(
@@ -144,7 +170,9 @@ void bind_compile_objects(py::module_& m) {
   py::class_<optimizers::Optimizer, std::shared_ptr<optimizers::Optimizer>>(m, "Optimizer")
       .def_property_readonly("name", &optimizers::Optimizer::name)
       .def_property_readonly("iterations", &optimizers::Optimizer::iterations)
-      .def_property("learning_rate", &optimizers::Optimizer::learning_rate, &optimizers::Optimizer::set_learning_rate)
+      // A tensor, as Keras's variable: optimizer.learning_rate.numpy() works.
+      .def_property("learning_rate", [](const optimizers::Optimizer& o) { return scalar(o.learning_rate(), kFloat32); },
+                    &optimizers::Optimizer::set_learning_rate)
       .def("get_config", [](const optimizers::Optimizer& o) { return from_json(o.get_config()); })
       .def("to_config", [](const optimizers::Optimizer& o) { return from_json(o.to_config()); });
   m.def("optimizer_from_config", [](const std::string& class_name, const py::dict& config) {

@@ -69,7 +69,7 @@ class CallbackTest(unittest.TestCase):
         model = small_model()
         model.fit(self.x, self.y, epochs=3, verbose=0,
                   callbacks=[keras.callbacks.LearningRateScheduler(lambda epoch, lr: 0.5 ** epoch)])
-        self.assertAlmostEqual(model.optimizer.learning_rate, 0.25)
+        self.assertAlmostEqual(model.optimizer.learning_rate, 0.25)  # a tensor, as Keras's variable
 
     def test_early_stopping_takes_keras_arguments(self):
         with self.assertRaisesRegex(ValueError, "mode: expected 'auto', 'min' or 'max'"):

@@ -63,8 +63,8 @@ class DataParallelTest(unittest.TestCase):
             self.assertIsInstance(keras.distribution.distribution(), keras.distribution.DataParallel)
             one_loss, one_weights = self.train(functional, keras.distribution.distribution())
         self.assertIsNone(keras.distribution.distribution())
-        with self.assertRaisesRegex(NotImplementedError, "CPU devices, not '/gpu:0'"):
-            tf.distribute.MirroredStrategy(["/gpu:0"])
+        with self.assertRaisesRegex(NotImplementedError, "its CPU devices, not '/tpu:0'"):
+            tf.distribute.MirroredStrategy(["/tpu:0"])
         self.assertEqual(tf.distribute.MirroredStrategy(["/cpu:1"]).num_replicas_in_sync, 1)
 
     def test_bad_meshes_are_value_errors(self):

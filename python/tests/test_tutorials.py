@@ -6,6 +6,8 @@ import os
 import re
 import runpy
 import subprocess
+import sys
+import tempfile
 import unittest
 
 from chorus import keras
@@ -49,6 +51,41 @@ class RetrievalTutorialTest(unittest.TestCase):
         cpp_val = [logs["val_loss"] for logs in cpp if "val_loss" in logs]
         for got, want in zip(history["val_loss"], cpp_val, strict=True):
             self.assertAlmostEqual(got, want, delta=6e-5)
+
+
+@unittest.skipUnless(os.path.isfile(os.path.join(SHARED_DATA, "wikitext-2", "wiki.train.tokens")) and
+                     os.path.isfile(os.path.join(SHARED_DATA, "bert", "vocab.txt")),
+                     "WikiText-2 or the BERT vocabulary is not in CHORUS_SHARED_DATA")
+class BertTutorialTest(unittest.TestCase):
+    def test_the_tutorial_as_printed_trains_evaluates_and_logs(self):
+        with tempfile.TemporaryDirectory() as home:
+            # The tutorial reads ~/.keras/datasets/wikitext-2/, where its download puts the
+            # files: here the first lines of each split, so that its 3 epochs are 6 steps.
+            wiki_dir = os.path.join(home, ".keras", "datasets", "wikitext-2")
+            os.makedirs(wiki_dir)
+            for split, lines in (("train", 250), ("valid", 120), ("test", 120)):
+                with open(os.path.join(SHARED_DATA, "wikitext-2", f"wiki.{split}.tokens"), encoding="utf-8") as f:
+                    head = [next(f) for _ in range(lines)]
+                with open(os.path.join(wiki_dir, f"wiki.{split}.tokens"), "w", encoding="utf-8") as f:
+                    f.writelines(head)
+            env = dict(os.environ, HOME=home, CHORUS_SHARED_DATA=SHARED_DATA)
+            run = subprocess.run([sys.executable, os.path.join(EXAMPLES, "keras_nlp_bert_mlm.py")], cwd=home, env=env,
+                                 capture_output=True, text=True)
+            self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+            self.assertIn("Number of devices: 2", run.stdout)
+            self.assertIn("[PhysicalDevice(name='/physical_device:GPU:0', device_type='GPU')]", run.stdout)
+            # The seed's own output line: AdamW's rate, 2e-4 as float32, printed by NumPy.
+            for epoch in (1, 2, 3):
+                self.assertIn(f"Learning rate for epoch {epoch} is 0.00019999999494757503", run.stdout)
+            self.assertIn("chorus's logical CPU devices stand in for 'GPU'", run.stderr)
+            epochs = epoch_logs(run.stdout)
+            self.assertEqual(len(epochs), 4)  # 3 epochs, then evaluate
+            self.assertEqual(set(epochs[0]), {"loss", "sparse_categorical_accuracy", "val_loss",
+                                              "val_sparse_categorical_accuracy"})
+            self.assertLess(epochs[2]["loss"], epochs[0]["loss"])
+            for split in ("train", "validation"):
+                self.assertTrue(any(name.startswith("events.out.tfevents")
+                                    for name in os.listdir(os.path.join(home, "logs", split))), split)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ EarlyStopping = _chorus.EarlyStopping
 History = _chorus.History
 LearningRateScheduler = _chorus.LearningRateScheduler
 ModelCheckpoint = _chorus.ModelCheckpoint
+TensorBoard = _chorus.TensorBoard
 TerminateOnNaN = _chorus.TerminateOnNaN
 
 
@@ -27,4 +28,4 @@ def LambdaCallback(**functions):
 
 
 __all__ = ["BackupAndRestore", "CSVLogger", "Callback", "EarlyStopping", "History", "LambdaCallback",
-           "LearningRateScheduler", "ModelCheckpoint", "TerminateOnNaN"]
+           "LearningRateScheduler", "ModelCheckpoint", "TensorBoard", "TerminateOnNaN"]
