@@ -46,6 +46,36 @@ class MirroredStrategy:
         return _Scope(self._distribution)
 
 
+class MultiWorkerMirroredStrategy:
+    """tf.distribute.MultiWorkerMirroredStrategy: joins the job the environment describes
+    (`chorus launch -n 2 python3 train.py`, TF_CONFIG, ...) and mirrors over every worker's
+    local devices. Models compiled inside scope() train in lockstep on all workers."""
+
+    def __init__(self, cluster_resolver=None, communication_options=None):
+        if cluster_resolver is not None or communication_options is not None:
+            raise NotImplementedError("tf.distribute.MultiWorkerMirroredStrategy: chorus finds the job in the "
+                                      "environment; cluster_resolver and communication_options are not supported")
+        self._strategy = _chorus.MultiWorkerMirroredStrategy()
+
+    @property
+    def num_replicas_in_sync(self):
+        return self._strategy.num_replicas_in_sync
+
+    @property
+    def cluster_resolver(self):
+        return _ClusterResolver(self._strategy.task_id, self._strategy.num_workers)
+
+    def scope(self):
+        return _Scope(self._strategy.distribution)
+
+
+class _ClusterResolver:
+    """What a tutorial reads of tf's cluster resolver: this worker's task."""
+
+    def __init__(self, task_id, num_workers):
+        self.task_type, self.task_id, self.num_workers = "worker", task_id, num_workers
+
+
 class _Scope:
     """Makes a distribution current while it is open, then restores the previous one."""
 
@@ -134,7 +164,8 @@ def set_logical_device_configuration(device, logical_devices):
     _chorus.set_cpu_devices(len(logical_devices))
 
 
-distribute = _Shim("tf.distribute", "tf.distribute on chorus's data parallelism", MirroredStrategy=MirroredStrategy)
+distribute = _Shim("tf.distribute", "tf.distribute on chorus's data parallelism", MirroredStrategy=MirroredStrategy,
+                   MultiWorkerMirroredStrategy=MultiWorkerMirroredStrategy)
 config = _Shim("tf.config", "tf.config's device listing on chorus's devices",
                LogicalDeviceConfiguration=LogicalDeviceConfiguration, list_physical_devices=list_physical_devices,
                list_logical_devices=list_logical_devices,

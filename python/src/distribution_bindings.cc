@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "chorus/core/devices.h"
+#include "chorus/distribute/multi_worker_mirrored_strategy.h"
 #include "chorus/distribution/distribution.h"
+#include "chorus/distribution/initialize.h"
 #include "python/src/bindings.h"
 
 namespace chorus::python {
@@ -48,6 +50,28 @@ void bind_distribution(py::module_& m) {
     distribution::set_distribution(std::move(value));
   }, "value"_a);
   m.def("distribution", [] { return distribution::distribution(); });
+  // Multi-worker: the job the environment describes (chorus launch, TF_CONFIG, torchrun,
+  // Open MPI, Slurm). Joining waits for the other workers, so without the GIL.
+  m.def("initialize", [] {
+    py::gil_scoped_release release;
+    distribution::initialize();
+  });
+  m.def("is_chief", &distribution::is_chief);
+  py::class_<distribute::MultiWorkerMirroredStrategy>(m, "MultiWorkerMirroredStrategy")
+      .def(py::init([] {
+        py::gil_scoped_release release;
+        return distribute::MultiWorkerMirroredStrategy();
+      }))
+      .def_property_readonly("num_replicas_in_sync", &distribute::MultiWorkerMirroredStrategy::num_replicas_in_sync)
+      .def_property_readonly("distribution", [](const distribute::MultiWorkerMirroredStrategy& s) {
+        return std::static_pointer_cast<distribution::Distribution>(s.distribution());
+      })
+      .def_property_readonly("task_id", [](const distribute::MultiWorkerMirroredStrategy& s) {
+        return s.cluster_resolver().rank;
+      })
+      .def_property_readonly("num_workers", [](const distribute::MultiWorkerMirroredStrategy& s) {
+        return s.cluster_resolver().world_size;
+      });
 }
 
 }  // namespace chorus::python

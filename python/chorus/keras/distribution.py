@@ -8,5 +8,9 @@ Distribution = _chorus.Distribution
 list_devices = _chorus.list_devices
 set_distribution = _chorus.set_distribution
 distribution = _chorus.distribution
+# Joins the multi-worker job the environment describes (`chorus launch -n 2 python3 train.py`,
+# TF_CONFIG, torchrun, Open MPI, Slurm); distributions made afterwards span every worker.
+initialize = _chorus.initialize
 
-__all__ = ["DataParallel", "DeviceMesh", "Distribution", "distribution", "list_devices", "set_distribution"]
+__all__ = ["DataParallel", "DeviceMesh", "Distribution", "distribution", "initialize", "list_devices",
+           "set_distribution"]
