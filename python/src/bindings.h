@@ -22,6 +22,10 @@ void bind_distribution(py::module_& m);  // distribution_bindings.cc: devices, m
 void bind_recsys(py::module_& m);     // recsys_bindings.cc: BruteForceRetrieval
 void bind_hub(py::module_& m);        // hub_bindings.cc: BertMaskedLM
 
+// A Dataset of what `make_iterator()` yields, called at the start of each pass (tuples
+// become (x, y[, sample_weight]) batches); the Python code runs with the GIL.
+data::Dataset generator_dataset(const py::object& make_iterator);
+
 // What fit and evaluate train on for `model`: a task with a preprocessor (BertMaskedLM)
 // preprocesses raw strings first (hub_bindings.cc).
 data::Dataset prepared_for(const models::Model& model, const data::Dataset& dataset);

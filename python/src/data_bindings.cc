@@ -13,6 +13,7 @@
 #include "chorus/data/text_line_dataset.h"
 #include "python/src/bindings.h"
 #include "python/src/conversions.h"
+#include "python/src/shared_object.h"
 
 namespace chorus::python {
 namespace {
@@ -21,7 +22,7 @@ using namespace pybind11::literals;
 using data::Dataset;
 
 // tf.data calls a function with a tuple element's items as its arguments.
-py::object apply(const py::function& fn, const Tree& element) {
+py::object apply(const py::object& fn, const Tree& element) {
   py::object value = from_tree(element, /*numpy=*/false, /*tuples=*/true);
   if (py::isinstance<py::tuple>(value)) return fn(*value);
   return fn(value);
@@ -70,7 +71,7 @@ class PythonIterator {
 };
 
 // tf.data's reduce: reduce_func(state, element) over one pass, in Python.
-py::object reduce(const Dataset& dataset, py::object state, const py::function& reduce_func) {
+py::object reduce(const Dataset& dataset, py::object state, const py::object& reduce_func) {
   PythonIterator it(dataset, /*numpy=*/false);
   try {
     for (;;) {
@@ -104,6 +105,22 @@ void bind_datasets(py::module_ m) {
 
 }  // namespace
 
+data::Dataset generator_dataset(const py::object& make_iterator) {
+  return Dataset::from_generator([make = SharedObject(make_iterator)](int64_t) -> Dataset::Generator {
+    py::gil_scoped_acquire gil;
+    auto iterator = std::make_shared<SharedObject>(py::iter(make.get()()));
+    return [iterator]() -> std::optional<Tree> {
+      py::gil_scoped_acquire gil;
+      PyObject* next = PyIter_Next(iterator->get().ptr());
+      if (next == nullptr) {
+        if (PyErr_Occurred() != nullptr) throw py::error_already_set();
+        return std::nullopt;
+      }
+      return to_tree(py::reinterpret_steal<py::object>(next));
+    };
+  });
+}
+
 void bind_data(py::module_& m) {
   py::class_<PythonIterator>(m, "DatasetIterator")
       .def("__iter__", [](PythonIterator& it) -> PythonIterator& { return it; })
@@ -117,6 +134,11 @@ void bind_data(py::module_& m) {
         if (py::isinstance<py::str>(filenames)) return data::text_line_dataset({filenames.cast<std::string>()});
         return data::text_line_dataset(filenames.cast<std::vector<std::string>>());
       }, "filenames"_a)
+      // tf.data.Dataset.from_generator: `generator` is called at the start of each pass.
+      .def_static("from_generator", [](const py::function& generator, const py::object&, const py::object& args) {
+        if (!args.is_none()) throw py::type_error("Dataset.from_generator(args=...) is not supported yet");
+        return generator_dataset(generator);
+      }, "generator"_a, "output_signature"_a = py::none(), "args"_a = py::none())
       .def_static("range", [](int64_t a, const std::optional<int64_t>& b, int64_t step) {
         return b ? Dataset::range(a, *b, step) : Dataset::range(a);
       }, "start"_a, "stop"_a = py::none(), "step"_a = 1)
@@ -131,16 +153,16 @@ void bind_data(py::module_& m) {
       .def("cache", &Dataset::cache, "filename"_a = "")
       .def("prefetch", &Dataset::prefetch, "buffer_size"_a)
       .def("unbatch", &Dataset::unbatch)
-      .def("map", [](const Dataset& d, const py::function& fn, const py::object&) {
-        return d.map([fn](const Tree& element) {
+      .def("map", [](const Dataset& d, const py::function& map_func, const py::object&) {
+        return d.map([fn = SharedObject(map_func)](const Tree& element) {
           py::gil_scoped_acquire gil;
-          return element_of(apply(fn, element));
+          return element_of(apply(fn.get(), element));
         });
       }, "map_func"_a, "num_parallel_calls"_a = py::none())
       .def("filter", [](const Dataset& d, const py::function& predicate) {
-        return d.filter([predicate](const Tree& element) {
+        return d.filter([fn = SharedObject(predicate)](const Tree& element) {
           py::gil_scoped_acquire gil;
-          return py::bool_(apply(predicate, element)).cast<bool>();
+          return py::bool_(apply(fn.get(), element)).cast<bool>();
         });
       }, "predicate"_a)
       .def("__iter__", [](const Dataset& d) { return PythonIterator(d, false); })

@@ -68,10 +68,24 @@ int64_t steps_of(const py::object& steps) { return steps.is_none() ? -1 : steps.
 
 bool is_dataset(const py::handle& value) { return py::isinstance<data::Dataset>(value); }
 
+// Keras's generator input: an iterator (a generator object) of batches. A plain generator
+// is used up by its first pass, as in Keras: give an endless one with steps_per_epoch.
+bool is_iterator(const py::handle& value) { return py::hasattr(value, "__next__") && !is_dataset(value); }
+
+// x as the Dataset fit, evaluate and predict read: a Dataset, or batches from an iterator.
+std::optional<data::Dataset> dataset_of(const Model& model, const py::object& x) {
+  if (is_dataset(x)) return prepared_for(model, x.cast<data::Dataset>());
+  if (is_iterator(x)) {
+    py::object iterator = x;
+    return prepared_for(model, generator_dataset(py::cpp_function([iterator] { return iterator; })));
+  }
+  return std::nullopt;
+}
+
 // fit's validation_data: a Dataset, or (x, y) arrays batched like the training arrays.
 std::optional<data::Dataset> validation_of(const Model& model, const py::object& value, int64_t batch_size) {
   if (value.is_none()) return std::nullopt;
-  if (is_dataset(value)) return prepared_for(model, value.cast<data::Dataset>());
+  if (std::optional<data::Dataset> dataset = dataset_of(model, value)) return dataset;
   auto pair = value.cast<py::sequence>();
   if (py::len(pair) != 2) {
     throw py::value_error("validation_data: expected a Dataset or an (x, y) tuple; sample weights are not supported yet");
@@ -113,7 +127,10 @@ void compile(Model& model, const py::object& optimizer, const py::object& loss, 
 py::object fit(Model& model, const py::object& x, const py::object& y, const py::object& batch_size, int epochs,
                const py::object& verbose, const py::object& callbacks, double validation_split,
                const py::object& validation_data, bool shuffle, int initial_epoch, const py::object& steps_per_epoch,
-               const py::object& validation_steps, const py::object& validation_batch_size, int validation_freq) {
+               const py::object& validation_steps, const py::object& validation_batch_size, int validation_freq,
+               const py::object& sample_weight, const py::object& class_weight) {
+  not_supported(sample_weight, "fit(sample_weight=...) with arrays (a Dataset of (x, y, sample_weight) works)");
+  not_supported(class_weight, "fit(class_weight=...)");
   models::FitOptions options;
   options.epochs = epochs;
   options.batch_size = batch_size.is_none() ? 32 : batch_size.cast<int64_t>();
@@ -129,11 +146,10 @@ py::object fit(Model& model, const py::object& x, const py::object& y, const py:
   options.validation_freq = validation_freq;
   models::History history;
   PythonStreams streams;
-  if (is_dataset(x)) {
-    if (!y.is_none()) throw py::value_error("fit: y must be None when x is a Dataset (it yields (x, y) pairs)");
-    auto dataset = prepared_for(model, x.cast<data::Dataset>());
+  if (std::optional<data::Dataset> dataset = dataset_of(model, x)) {
+    if (!y.is_none()) throw py::value_error("fit: y must be None when x is a Dataset or a generator (it yields (x, y))");
     py::gil_scoped_release release;
-    history = model.fit(dataset, std::move(options));
+    history = model.fit(*dataset, std::move(options));
   } else {
     Tree tx = to_tree(x), ty = to_tree(y);
     py::gil_scoped_release release;
@@ -152,10 +168,9 @@ py::object evaluate(Model& model, const py::object& x, const py::object& y, cons
   options.callbacks = callbacks_of(callbacks);
   models::Logs logs;
   PythonStreams streams;
-  if (is_dataset(x)) {
-    auto dataset = prepared_for(model, x.cast<data::Dataset>());
+  if (std::optional<data::Dataset> dataset = dataset_of(model, x)) {
     py::gil_scoped_release release;
-    logs = model.evaluate(dataset, std::move(options));
+    logs = model.evaluate(*dataset, std::move(options));
   } else {
     Tree tx = to_tree(x), ty = to_tree(y);
     py::gil_scoped_release release;
@@ -181,10 +196,9 @@ py::object predict(Model& model, const py::object& x, const py::object& batch_si
   options.callbacks = callbacks_of(callbacks);
   Tree out;
   PythonStreams streams;
-  if (is_dataset(x)) {
-    auto dataset = x.cast<data::Dataset>();
+  if (std::optional<data::Dataset> dataset = dataset_of(model, x)) {
     py::gil_scoped_release release;
-    out = model.predict(dataset, std::move(options));
+    out = model.predict(*dataset, std::move(options));
   } else {
     Tree tx = to_tree(x);
     py::gil_scoped_release release;
@@ -206,7 +220,8 @@ void bind_model_class(py::module_& m) {
            "verbose"_a = "auto", "callbacks"_a = py::none(), "validation_split"_a = 0.0,
            "validation_data"_a = py::none(), "shuffle"_a = true, "initial_epoch"_a = 0,
            "steps_per_epoch"_a = py::none(), "validation_steps"_a = py::none(),
-           "validation_batch_size"_a = py::none(), "validation_freq"_a = 1)
+           "validation_batch_size"_a = py::none(), "validation_freq"_a = 1, "sample_weight"_a = py::none(),
+           "class_weight"_a = py::none())
       .def("evaluate", &evaluate, "x"_a = py::none(), "y"_a = py::none(), "batch_size"_a = py::none(),
            "verbose"_a = "auto", "steps"_a = py::none(), "callbacks"_a = py::none(), "return_dict"_a = false)
       .def("predict", &predict, "x"_a, "batch_size"_a = py::none(), "verbose"_a = "auto", "steps"_a = py::none(),

@@ -16,6 +16,7 @@
 #include "chorus/optimizers/optimizer.h"
 #include "python/src/bindings.h"
 #include "python/src/conversions.h"
+#include "python/src/shared_object.h"
 
 namespace chorus::python {
 namespace {
@@ -157,9 +158,9 @@ void bind_callbacks(py::module_& m) {
       m, "LearningRateScheduler")
       .def(py::init([](const py::function& schedule, int verbose) {
              // Called from the training thread: take the GIL for the Python function.
-             auto fn = [schedule](int epoch, double rate) {
+             auto fn = [schedule = SharedObject(schedule)](int epoch, double rate) {
                py::gil_scoped_acquire gil;
-               return schedule(epoch, rate).cast<double>();
+               return schedule.get()(epoch, rate).cast<double>();
              };
              return std::make_shared<callbacks::LearningRateScheduler>(fn, verbose);
            }),

@@ -50,6 +50,32 @@ class DatasetTest(unittest.TestCase):
         val = b.fit(data.Dataset.from_tensor_slices((x, y)).batch(8), validation_data=(x, y), verbose=0)
         self.assertIn("val_loss", val.history)
 
+    def test_fit_on_python_generators_equals_fit_on_arrays(self):
+        rng = np.random.default_rng(4)
+        x = rng.standard_normal((32, 3)).astype(np.float32)
+        y = rng.standard_normal((32, 1)).astype(np.float32)
+
+        def model():
+            keras.utils.set_random_seed(5)
+            inputs = keras.Input(shape=(3,))
+            m = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+            m.compile(optimizer="sgd", loss="mse")
+            return m
+
+        def batches():  # endless, as Keras's generator inputs usually are
+            while True:
+                for start in range(0, 32, 8):
+                    yield x[start:start + 8], y[start:start + 8]
+
+        a, b, c = model(), model(), model()
+        want = a.fit(x, y, batch_size=8, epochs=3, shuffle=False, verbose=0).history["loss"]
+        self.assertEqual(b.fit(batches(), steps_per_epoch=4, epochs=3, verbose=0).history["loss"], want)
+        from_generator = data.Dataset.from_generator(lambda: ((x[i:i + 8], y[i:i + 8]) for i in range(0, 32, 8)))
+        self.assertEqual(c.fit(from_generator, epochs=3, verbose=0).history["loss"], want)
+        self.assertAlmostEqual(a.evaluate(batches(), steps=4, verbose=0), a.evaluate(x, y, verbose=0), places=6)
+        with self.assertRaisesRegex(TypeError, "sample_weight"):
+            a.fit(x, y, sample_weight=np.ones(32), verbose=0)
+
 
 if __name__ == "__main__":
     unittest.main()
