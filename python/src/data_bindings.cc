@@ -28,9 +28,6 @@ py::object apply(const py::object& fn, const Tree& element) {
   return fn(value);
 }
 
-// tf.data's tuple elements become list trees, as a supervised (x, y) batch is.
-Tree element_of(const py::object& value) { return to_tree(value); }
-
 // as_numpy_iterator's leaves: NumPy arrays, and scalars as tf.data gives them (bytes for
 // a string, a NumPy scalar for a number).
 py::object numpy_element(const Tree& tree) {
@@ -127,7 +124,7 @@ void bind_data(py::module_& m) {
       .def("__next__", &PythonIterator::next);
   py::class_<Dataset>(m, "Dataset", "tf.data.Dataset's pipeline: elements are tuples and dicts of arrays.")
       .def_static("from_tensor_slices", [](const py::object& tensors) {
-        return Dataset::from_tensor_slices(element_of(tensors));
+        return Dataset::from_tensor_slices(to_tree(tensors));  // tuples become (x, y) lists
       }, "tensors"_a)
       .def_static("text_line", [](const py::object& filenames) {
         // tf.data.TextLineDataset(filenames): one file name or a list of them.
@@ -156,7 +153,7 @@ void bind_data(py::module_& m) {
       .def("map", [](const Dataset& d, const py::function& map_func, const py::object&) {
         return d.map([fn = SharedObject(map_func)](const Tree& element) {
           py::gil_scoped_acquire gil;
-          return element_of(apply(fn.get(), element));
+          return to_tree(apply(fn.get(), element));
         });
       }, "map_func"_a, "num_parallel_calls"_a = py::none())
       .def("filter", [](const Dataset& d, const py::function& predicate) {

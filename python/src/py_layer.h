@@ -76,7 +76,6 @@ class PyLayer : public Base, public PythonSubclass {
     Base::build(inputs);
   }
 
- protected:
   // Whether the Python class defines `method`, looked up once: a functional model made
   // from Python calls call() at every step, which then needs no GIL.
   bool defines(const char* method, std::atomic<int>& cache) const {

@@ -6,6 +6,15 @@ import numpy as np
 from chorus import data, keras
 
 
+def linear_model(optimizer):
+    """Dense(1) on 3 features with the same initial weights every time."""
+    keras.utils.set_random_seed(11)
+    inputs = keras.Input(shape=(3,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    model.compile(optimizer=optimizer, loss="mse")
+    return model
+
+
 class DatasetTest(unittest.TestCase):
     def test_elements_come_back_as_tuples_and_dicts_of_arrays(self):
         x = np.arange(6, dtype=np.float32).reshape(3, 2)
@@ -34,14 +43,7 @@ class DatasetTest(unittest.TestCase):
         x = rng.standard_normal((40, 3)).astype(np.float32)
         y = rng.standard_normal((40, 1)).astype(np.float32)
 
-        def model():
-            keras.utils.set_random_seed(11)
-            inputs = keras.Input(shape=(3,))
-            m = keras.Model(inputs, keras.layers.Dense(1)(inputs))
-            m.compile(optimizer="adam", loss="mse")
-            return m
-
-        a, b = model(), model()
+        a, b = linear_model("adam"), linear_model("adam")
         history_a = a.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
         history_b = b.fit(data.Dataset.from_tensor_slices((x, y)).batch(8), epochs=2, verbose=0)
         self.assertEqual(history_a.history["loss"], history_b.history["loss"])
@@ -55,19 +57,12 @@ class DatasetTest(unittest.TestCase):
         x = rng.standard_normal((32, 3)).astype(np.float32)
         y = rng.standard_normal((32, 1)).astype(np.float32)
 
-        def model():
-            keras.utils.set_random_seed(5)
-            inputs = keras.Input(shape=(3,))
-            m = keras.Model(inputs, keras.layers.Dense(1)(inputs))
-            m.compile(optimizer="sgd", loss="mse")
-            return m
-
         def batches():  # endless, as Keras's generator inputs usually are
             while True:
                 for start in range(0, 32, 8):
                     yield x[start:start + 8], y[start:start + 8]
 
-        a, b, c = model(), model(), model()
+        a, b, c = linear_model("sgd"), linear_model("sgd"), linear_model("sgd")
         want = a.fit(x, y, batch_size=8, epochs=3, shuffle=False, verbose=0).history["loss"]
         self.assertEqual(b.fit(batches(), steps_per_epoch=4, epochs=3, verbose=0).history["loss"], want)
         from_generator = data.Dataset.from_generator(lambda: ((x[i:i + 8], y[i:i + 8]) for i in range(0, 32, 8)))
