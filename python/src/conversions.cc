@@ -152,7 +152,11 @@ py::object from_tree(const Tree& tree, bool numpy, bool tuples) {
 nlohmann::json to_json(const py::handle& value) {
   if (value.is_none()) return nullptr;
   if (py::isinstance<py::bool_>(value)) return value.cast<bool>();
-  if (py::isinstance<py::int_>(value)) return value.cast<int64_t>();
+  if (py::isinstance<py::int_>(value)) {
+    // As JSON text parses: a non-negative integer is unsigned (config readers ask for that).
+    const auto number = value.cast<int64_t>();
+    return number >= 0 ? nlohmann::json(static_cast<uint64_t>(number)) : nlohmann::json(number);
+  }
   if (py::isinstance<py::float_>(value)) return value.cast<double>();
   if (py::isinstance<py::str>(value)) return value.cast<std::string>();
   if (py::isinstance<py::dict>(value)) {

@@ -11,6 +11,8 @@
 #include "chorus/distribute/multi_worker_mirrored_strategy.h"
 #include "chorus/distribution/distribution.h"
 #include "chorus/distribution/initialize.h"
+#include "chorus/distribution/layout_map.h"
+#include "chorus/distribution/model_parallel.h"
 #include "python/src/bindings.h"
 
 namespace chorus::python {
@@ -46,6 +48,41 @@ void bind_distribution(py::module_& m) {
            }),
            "devices"_a = py::none(), "device_mesh"_a = py::none())
       .def_property_readonly("batch_dim_name", &distribution::DataParallel::batch_dim_name);
+  // A layout as Keras writes it: a tuple of mesh axis names and None, e.g. (None, "model").
+  py::class_<distribution::TensorLayout>(m, "TensorLayout")
+      .def(py::init([](const std::vector<std::optional<std::string>>& axes,
+                       const std::optional<distribution::DeviceMesh>& device_mesh) {
+             return distribution::TensorLayout(axes, device_mesh);
+           }),
+           "axes"_a, "device_mesh"_a = py::none())
+      .def_property_readonly("axes", &distribution::TensorLayout::axes);
+  py::class_<distribution::LayoutMap>(m, "LayoutMap")
+      .def(py::init<distribution::DeviceMesh>(), "device_mesh"_a)
+      .def("__setitem__", [](distribution::LayoutMap& map, const std::string& key, const py::object& layout) {
+        map[key] = py::isinstance<distribution::TensorLayout>(layout)
+                       ? layout.cast<distribution::TensorLayout>()
+                       : distribution::TensorLayout(layout.cast<std::vector<std::optional<std::string>>>());
+      }, "key"_a, "layout"_a)
+      .def("__getitem__", [](const distribution::LayoutMap& map, const std::string& path) -> py::object {
+        std::optional<distribution::TensorLayout> layout = map.get(path);
+        if (!layout) return py::none();
+        return py::tuple(py::cast(layout->axes()));
+      }, "key"_a)
+      .def("__len__", [](const distribution::LayoutMap& map) { return map.entries().size(); })
+      .def_property_readonly("device_mesh", &distribution::LayoutMap::device_mesh);
+  py::class_<distribution::ModelParallel, distribution::Distribution, std::shared_ptr<distribution::ModelParallel>>(
+      m, "ModelParallel")
+      .def(py::init([](const distribution::LayoutMap& layout_map, const std::string& batch_dim_name,
+                       bool auto_shard_dataset, bool ignore_unmatched_layout_keys) {
+             distribution::ModelParallelOptions options;
+             options.batch_dim_name = batch_dim_name;
+             options.auto_shard_dataset = auto_shard_dataset;
+             options.ignore_unmatched_layout_keys = ignore_unmatched_layout_keys;
+             return std::make_shared<distribution::ModelParallel>(layout_map, options);
+           }),
+           "layout_map"_a, "batch_dim_name"_a = "", "auto_shard_dataset"_a = true,
+           "ignore_unmatched_layout_keys"_a = false)
+      .def_property_readonly("batch_dim_name", &distribution::ModelParallel::batch_dim_name);
   m.def("set_distribution", [](std::shared_ptr<distribution::Distribution> value) {
     distribution::set_distribution(std::move(value));
   }, "value"_a);

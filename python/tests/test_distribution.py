@@ -19,7 +19,8 @@ class TwoTower(keras.Model):
 
 def functional():
     inputs = keras.Input(shape=(8,))
-    return keras.Model(inputs, keras.layers.Dense(1)(keras.layers.Dense(16, activation="relu")(inputs)))
+    hidden = keras.layers.Dense(16, activation="relu", name="hidden")(inputs)
+    return keras.Model(inputs, keras.layers.Dense(1)(hidden))
 
 
 class DataParallelTest(unittest.TestCase):
@@ -39,12 +40,14 @@ class DataParallelTest(unittest.TestCase):
         history = model.fit(self.x, self.y, batch_size=16, epochs=3, shuffle=False, verbose=0)
         return history.history["loss"], model.get_weights()
 
-    def check_same_as_one_device(self, make_model):
+    def check_same_as_one_device(self, make_model, distribution=None):
         devices = jax.devices()
         self.assertGreaterEqual(len(devices), 2)
         one_loss, one_weights = self.train(make_model, None)
-        mesh = keras.distribution.DeviceMesh(shape=(2,), axis_names=["data"], devices=devices[:2])
-        two_loss, two_weights = self.train(make_model, keras.distribution.DataParallel(device_mesh=mesh))
+        if distribution is None:
+            mesh = keras.distribution.DeviceMesh(shape=(2,), axis_names=["data"], devices=devices[:2])
+            distribution = keras.distribution.DataParallel(device_mesh=mesh)
+        two_loss, two_weights = self.train(make_model, distribution)
         np.testing.assert_allclose(two_loss, one_loss, rtol=1e-6)
         for a, b in zip(two_weights, one_weights, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
@@ -54,6 +57,22 @@ class DataParallelTest(unittest.TestCase):
 
     def test_python_call_on_two_devices_equals_one(self):
         self.check_same_as_one_device(TwoTower)
+
+    def test_model_parallel_over_a_2x1_mesh_equals_one_device(self):
+        # Keras's ModelParallel guide: kernels split over a "model" axis by a LayoutMap.
+        devices = jax.devices()[:2]
+        mesh = keras.distribution.DeviceMesh(shape=(1, 2), axis_names=["batch", "model"], devices=devices)
+        layout_map = keras.distribution.LayoutMap(mesh)
+        layout_map["hidden/kernel"] = (None, "model")
+        layout_map["hidden/bias"] = ("model",)
+        self.assertEqual(layout_map["hidden/kernel"], (None, "model"))
+        self.assertIsNone(layout_map["dense/kernel"])
+        model_parallel = keras.distribution.ModelParallel(layout_map=layout_map, batch_dim_name="batch")
+        self.check_same_as_one_device(functional, model_parallel)
+        unmatched = keras.distribution.LayoutMap(mesh)
+        unmatched["decoder/kernel"] = (None, "model")
+        with self.assertRaisesRegex(ValueError, "decoder/kernel"):
+            self.train(functional, keras.distribution.ModelParallel(layout_map=unmatched, batch_dim_name="batch"))
 
     def test_mirrored_strategy_scope_compiles_data_parallel_models(self):
         strategy = tf.distribute.MirroredStrategy()

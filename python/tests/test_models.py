@@ -99,6 +99,22 @@ class ModelTest(unittest.TestCase):
         np.testing.assert_allclose(np.asarray(scale.w), want, rtol=1e-5)
         self.assertEqual(scale.w.path, f"{scale.name}/w")
 
+    def test_initializers_and_mixed_precision_reach_the_layers(self):
+        dense = keras.layers.Dense(3, kernel_initializer=keras.initializers.Constant(0.5),
+                                   bias_initializer=keras.initializers.RandomUniform(minval=1.0, maxval=2.0, seed=4))
+        out = np.asarray(dense(np.ones((2, 4), np.float32)))
+        bias = np.asarray(dense.bias)
+        self.assertTrue(np.all((bias >= 1.0) & (bias < 2.0)))
+        np.testing.assert_allclose(out, np.tile(2.0 + bias, (2, 1)), rtol=1e-6)
+        self.assertEqual(dense.get_config()["kernel_initializer"], {"class_name": "Constant", "config": {"value": 0.5}})
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+        try:
+            mixed = keras.layers.Dense(3)
+            self.assertEqual(mixed(np.ones((2, 4), np.float32)).dtype, "bfloat16")
+            self.assertEqual(mixed.kernel.dtype, "float32")
+        finally:
+            keras.mixed_precision.set_global_policy("float32")
+
     def test_save_and_load_model_round_trip(self):
         inputs = keras.Input(shape=(3,))
         model = keras.Model(inputs, keras.layers.Dense(2, activation="relu")(inputs))

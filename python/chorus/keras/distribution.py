@@ -4,6 +4,9 @@ from chorus import _chorus
 
 DeviceMesh = _chorus.DeviceMesh
 DataParallel = _chorus.DataParallel
+LayoutMap = _chorus.LayoutMap
+ModelParallel = _chorus.ModelParallel
+TensorLayout = _chorus.TensorLayout
 Distribution = _chorus.Distribution
 list_devices = _chorus.list_devices
 set_distribution = _chorus.set_distribution
@@ -12,5 +15,5 @@ distribution = _chorus.distribution
 # TF_CONFIG, torchrun, Open MPI, Slurm); distributions made afterwards span every worker.
 initialize = _chorus.initialize
 
-__all__ = ["DataParallel", "DeviceMesh", "Distribution", "distribution", "initialize", "list_devices",
-           "set_distribution"]
+__all__ = ["DataParallel", "DeviceMesh", "Distribution", "LayoutMap", "ModelParallel", "TensorLayout", "distribution",
+           "initialize", "list_devices", "set_distribution"]

@@ -1,0 +1,38 @@
+"""keras.initializers: objects that layers' kernel_initializer/bias_initializer take. Each
+is its Keras config, which chorus's C++ initializer of the same class rebuilds."""
+from chorus._factories import factory
+
+
+class Initializer:
+    """An initializer as Keras serialises it: its class name and arguments."""
+
+    def __init__(self, class_name, config):
+        self.class_name, self.config = class_name, config
+
+    def to_config(self):
+        return {"class_name": self.class_name, "config": self.config}
+
+    def get_config(self):
+        return dict(self.config)
+
+
+_POSITIONAL = {
+    "Zeros": (),
+    "Ones": (),
+    "Constant": ("value",),
+    "RandomNormal": ("mean", "stddev", "seed"),
+    "RandomUniform": ("minval", "maxval", "seed"),
+    "TruncatedNormal": ("mean", "stddev", "seed"),
+    "VarianceScaling": ("scale", "mode", "distribution", "seed"),
+    "GlorotNormal": ("seed",),
+    "GlorotUniform": ("seed",),
+    "HeNormal": ("seed",),
+    "HeUniform": ("seed",),
+    "LecunNormal": ("seed",),
+    "LecunUniform": ("seed",),
+}
+
+for _name, _positional in _POSITIONAL.items():
+    globals()[_name] = factory(_name, _positional, Initializer, __name__)
+
+__all__ = ["Initializer", *_POSITIONAL]
