@@ -4,6 +4,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
+
 #include "chorus/data/dataset.h"
 #include "chorus/models/model.h"
 
@@ -21,6 +23,12 @@ void bind_text(py::module_& m);       // text_bindings.cc: string ops
 void bind_distribution(py::module_& m);  // distribution_bindings.cc: devices, meshes, DataParallel
 void bind_recsys(py::module_& m);     // recsys_bindings.cc: BruteForceRetrieval
 void bind_hub(py::module_& m);        // hub_bindings.cc: BertMaskedLM
+
+// Raises Python's NotImplementedError: what Keras has and chorus does not yet.
+[[noreturn]] inline void throw_not_implemented(const std::string& what) {
+  PyErr_SetString(PyExc_NotImplementedError, what.c_str());
+  throw py::error_already_set();
+}
 
 // A Dataset of what `make_iterator()` yields, called at the start of each pass (tuples
 // become (x, y[, sample_weight]) batches); the Python code runs with the GIL.

@@ -133,7 +133,7 @@ void bind_data(py::module_& m) {
       }, "filenames"_a)
       // tf.data.Dataset.from_generator: `generator` is called at the start of each pass.
       .def_static("from_generator", [](const py::function& generator, const py::object&, const py::object& args) {
-        if (!args.is_none()) throw py::type_error("Dataset.from_generator(args=...) is not supported yet");
+        if (!args.is_none()) throw_not_implemented("Dataset.from_generator(args=...) is not supported yet");
         return generator_dataset(generator);
       }, "generator"_a, "output_signature"_a = py::none(), "args"_a = py::none())
       .def_static("range", [](int64_t a, const std::optional<int64_t>& b, int64_t step) {

@@ -95,7 +95,7 @@ std::optional<data::Dataset> validation_of(const Model& model, const py::object&
 
 void not_supported(const py::object& value, const char* what) {
   if (!value.is_none()) {
-    throw py::type_error(std::string(what) + " is not supported by chorus yet (NotImplemented)");
+    throw_not_implemented(std::string(what) + " is not supported by chorus yet");
   }
 }
 
@@ -105,8 +105,8 @@ void compile(Model& model, const py::object& optimizer, const py::object& loss, 
   // chorus's compiled metrics take a batch's sample weights when it has them: Keras's
   // weighted_metrics. Keras's metrics= ignore them, so the two cannot both be honoured.
   if (!metrics.is_none() && !weighted_metrics.is_none()) {
-    throw py::type_error("compile: chorus weighs every metric by the sample weights, so pass metrics or "
-                         "weighted_metrics, not both (NotImplemented)");
+    throw_not_implemented("compile: chorus weighs every metric by the sample weights, so pass metrics or "
+                          "weighted_metrics, not both");
   }
   models::CompileOptions options;
   if (py::isinstance<py::str>(optimizer)) options.optimizer = optimizer.cast<std::string>();

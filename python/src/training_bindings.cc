@@ -132,8 +132,8 @@ void bind_callbacks(py::module_& m) {
                        const py::object& update_freq, const py::object& profile_batch, int embeddings_freq) {
              // Keras's write_graph defaults to True: chorus writes no graph whatever it says.
              if (histogram_freq != 0 || write_images || embeddings_freq != 0) {
-               throw py::type_error("TensorBoard: histograms, images and embeddings are not supported by chorus "
-                                    "(NotImplemented); scalars and profiles are");
+               throw_not_implemented("TensorBoard: histograms, images and embeddings are not supported by chorus; "
+                                     "scalars and profiles are");
              }
              callbacks::TensorBoardOptions options;
              if (!py::isinstance<py::str>(update_freq)) options.update_freq = update_freq.cast<int64_t>();

@@ -150,7 +150,7 @@ class ModelTest(unittest.TestCase):
         model.compile(optimizer="sgd", loss="mse")
         with self.assertRaises(ValueError):
             model.fit(np.ones((4, 5), np.float32), np.ones((4, 1), np.float32), verbose=0)
-        with self.assertRaisesRegex(TypeError, "loss_weights"):
+        with self.assertRaisesRegex(NotImplementedError, "loss_weights"):
             model.compile(optimizer="sgd", loss="mse", loss_weights=[1.0])
 
 
