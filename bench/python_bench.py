@@ -8,6 +8,9 @@ line per case with the ratio (Python's time / C++'s).
   python_overrides: a model whose call and compute_loss are Python methods against the
     same model as a functional one, both fit from Python: what Python overrides cost a
     step (the MNIST tutorial's MLP at batch 64, where a step is a fraction of a millisecond).
+  replicas: both models at batch 1024 on 2 data-parallel replicas against 1 device. The
+    Python one's replicas take the GIL in turn for its Python code only; if they held it
+    through the C++ part too, its 2-replica gain would fall below the functional one's.
 
   PYTHONPATH=build/python python3 bench/python_bench.py --cli build/chorus --data ../shared/data
 """
@@ -79,12 +82,10 @@ def retrieval_tutorial(args, env):
     }
 
 
-def python_overrides(args):
+def mlp_models():
+    """The MNIST tutorial's MLP twice: call and compute_loss in Python, and functional."""
     from chorus import keras
 
-    rng = np.random.default_rng(0)
-    x = rng.random((6400, 784)).astype(np.float32)
-    y = rng.integers(0, 10, 6400).astype(np.int32)
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
     class MLP(keras.Model):
@@ -106,17 +107,51 @@ def python_overrides(args):
         hidden = keras.layers.Dense(256, activation="relu")(keras.layers.Dense(256, activation="relu")(inputs))
         return keras.Model(inputs, keras.layers.Dense(10)(hidden))
 
-    def steps_per_s(model, compiled_loss):
-        model.compile(optimizer="adam", loss=compiled_loss)
-        model.fit(x, y, batch_size=64, epochs=1, verbose=0)  # warm-up
-        start = time.perf_counter()
-        model.fit(x, y, batch_size=64, epochs=args.epochs, verbose=0)
-        return 100 * args.epochs / (time.perf_counter() - start)
+    return (MLP, None), (functional, loss)
 
-    subclassed = steps_per_s(MLP(), None)
-    reference = steps_per_s(functional(), loss)
-    return {"model": "MLP 784-256-256-10, Adam, batch 64", "python_call_steps_per_s": subclassed,
-            "functional_steps_per_s": reference, "ratio": reference / subclassed}
+
+def steps_per_s(make, compiled_loss, batch_size, epochs, distribution=None):
+    from chorus import keras
+
+    rng = np.random.default_rng(0)
+    x = rng.random((batch_size * 100, 784)).astype(np.float32)
+    y = rng.integers(0, 10, batch_size * 100).astype(np.int32)
+    keras.distribution.set_distribution(distribution)
+    try:
+        model = make()
+        model.compile(optimizer="adam", loss=compiled_loss)
+        model.fit(x, y, batch_size=batch_size, epochs=1, verbose=0)  # warm-up
+        start = time.perf_counter()
+        model.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=0)
+        return 100 * epochs / (time.perf_counter() - start)
+    finally:
+        keras.distribution.set_distribution(None)
+
+
+def python_overrides(args):
+    (subclassed, _), (functional, loss) = mlp_models()
+    python_call = steps_per_s(subclassed, None, 64, args.epochs)
+    reference = steps_per_s(functional, loss, 64, args.epochs)
+    return {"model": "MLP 784-256-256-10, Adam, batch 64", "python_call_steps_per_s": python_call,
+            "functional_steps_per_s": reference, "ratio": reference / python_call}
+
+
+def replicas(args):
+    from chorus import keras
+
+    (subclassed, _), (functional, loss) = mlp_models()
+    two = keras.distribution.DataParallel(devices=keras.distribution.list_devices()[:2])
+    out = {"model": "MLP 784-256-256-10, Adam, batch 1024"}
+    for name, make, compiled_loss in (("python_call", subclassed, None), ("functional", functional, loss)):
+        one_device = steps_per_s(make, compiled_loss, 1024, max(args.epochs // 5, 1))
+        two_replicas = steps_per_s(make, compiled_loss, 1024, max(args.epochs // 5, 1), two)
+        out.update({f"{name}_1_device_steps_per_s": one_device, f"{name}_2_replicas_steps_per_s": two_replicas,
+                    f"{name}_2_over_1": two_replicas / one_device})
+    out["ratio"] = out["functional_2_over_1"] / out["python_call_2_over_1"]
+    return out
+
+
+CASES = {"retrieval_tutorial": retrieval_tutorial, "python_overrides": python_overrides, "replicas": replicas}
 
 
 def main():
@@ -125,11 +160,11 @@ def main():
     parser.add_argument("--data", default=os.environ.get("CHORUS_SHARED_DATA", os.path.join(HERE, "..", "..", "shared", "data")))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--case", choices=["retrieval_tutorial", "python_overrides"], action="append")
+    parser.add_argument("--case", choices=list(CASES), action="append")
     args = parser.parse_args()
     env = dict(os.environ, CHORUS_SHARED_DATA=args.data)
-    for case in args.case or ["retrieval_tutorial", "python_overrides"]:
-        result = retrieval_tutorial(args, env) if case == "retrieval_tutorial" else python_overrides(args)
+    for case in args.case or list(CASES):
+        result = retrieval_tutorial(args, env) if case == "retrieval_tutorial" else CASES[case](args)
         print(json.dumps({"bench": "python", "case": case, "cpu": cpu_name(), **result}), flush=True)
 
 
