@@ -107,6 +107,7 @@ class ModelTest(unittest.TestCase):
         self.assertTrue(np.all((bias >= 1.0) & (bias < 2.0)))
         np.testing.assert_allclose(out, np.tile(2.0 + bias, (2, 1)), rtol=1e-6)
         self.assertEqual(dense.get_config()["kernel_initializer"], {"class_name": "Constant", "config": {"value": 0.5}})
+        self.assertEqual(keras.layers.Dense(2, activation=keras.activations.gelu).get_config()["activation"], "gelu")
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
         try:
             mixed = keras.layers.Dense(3)
