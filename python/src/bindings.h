@@ -4,7 +4,9 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "chorus/data/dataset.h"
 #include "chorus/models/model.h"
@@ -23,6 +25,30 @@ void bind_text(py::module_& m);       // text_bindings.cc: string ops
 void bind_distribution(py::module_& m);  // distribution_bindings.cc: devices, meshes, DataParallel
 void bind_recsys(py::module_& m);     // recsys_bindings.cc: BruteForceRetrieval
 void bind_hub(py::module_& m);        // hub_bindings.cc: BertMaskedLM
+
+// Ops and losses on fewer elements than this run holding the GIL. Releasing it and taking
+// it back costs a thread handoff whenever another thread waits for it, as data-parallel
+// replicas running Python call() do: tens of microseconds, more than such an op takes.
+// Larger ones release it, so that replicas compute them in parallel.
+constexpr int64_t kReleaseElements = int64_t{1} << 15;
+
+template <class F>
+Tensor released(int64_t elements, F&& f) {
+  if (elements < kReleaseElements) return f();
+  py::gil_scoped_release release;
+  return f();
+}
+
+template <class... T>
+int64_t numel(const T&... tensors) {
+  return (tensors.numel() + ...);
+}
+
+inline int64_t numel(const std::vector<Tensor>& tensors) {
+  int64_t elements = 0;
+  for (const Tensor& t : tensors) elements += t.numel();
+  return elements;
+}
 
 // Raises Python's NotImplementedError: what Keras has and chorus does not yet.
 [[noreturn]] inline void throw_not_implemented(const std::string& what) {

@@ -129,7 +129,9 @@ void bind_layer_class(py::module_& m) {
       .def("__call__", [](const std::shared_ptr<Layer>& layer, const py::object& inputs, bool training) {
         Tree tree = to_tree(inputs);
         Tree out;
-        {
+        if (numel(tree.flatten()) < kReleaseElements) {  // an embedding lookup of a few ids
+          out = layers::call_shared(layer, tree, training);
+        } else {
           py::gil_scoped_release release;
           out = layers::call_shared(layer, tree, training);
         }

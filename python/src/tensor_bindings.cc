@@ -1,5 +1,6 @@
 // chorus.Tensor, chorus.Variable and chorus.keras.ops: the op set on tensors, arrays and
-// Python numbers. Arguments are converted with the GIL held; each op runs without it.
+// Python numbers. Arguments are converted with the GIL held; an op runs without it unless
+// it is small (kReleaseElements).
 #include <pybind11/stl.h>
 
 #include <optional>
@@ -16,12 +17,6 @@ namespace chorus::python {
 namespace {
 
 using namespace pybind11::literals;
-
-template <class F>
-Tensor released(F&& f) {
-  py::gil_scoped_release release;
-  return f();
-}
 
 bool is_python_number(const py::handle& value) {
   return py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value) || py::isinstance<py::bool_>(value);
@@ -47,19 +42,19 @@ using UnaryFn = Tensor (*)(const Tensor&);
 auto binary(BinaryFn fn) {
   return [fn](const py::object& a, const py::object& b) {
     auto [ta, tb] = operands(a, b);
-    return released([&] { return fn(ta, tb); });
+    return released(numel(ta, tb), [&] { return fn(ta, tb); });
   };
 }
 auto reflected(BinaryFn fn) {
   return [fn](const py::object& a, const py::object& b) {
     auto [tb, ta] = operands(b, a);
-    return released([&] { return fn(tb, ta); });
+    return released(numel(ta, tb), [&] { return fn(tb, ta); });
   };
 }
 auto unary(UnaryFn fn) {
   return [fn](const py::object& x) {
     Tensor t = to_tensor(x);
-    return released([&] { return fn(t); });
+    return released(numel(t), [&] { return fn(t); });
   };
 }
 
@@ -82,7 +77,7 @@ void def_arithmetic(py::class_<C>& cls) {
       .def("__pow__", binary(&ops::power)).def("__rpow__", reflected(&ops::power))
       .def("__matmul__", [](const py::object& a, const py::object& b) {
         Tensor ta = to_tensor(a), tb = to_tensor(b);
-        return released([&] { return ops::matmul(ta, tb); });
+        return released(numel(ta, tb), [&] { return ops::matmul(ta, tb); });
       })
       .def("__neg__", unary(&ops::negative))
       .def("__abs__", unary(&ops::abs))
@@ -167,22 +162,22 @@ void bind_elementwise_ops(py::module_& ops) {
   ops.def("softplus", unary(&ops::softplus));
   ops.def("gelu", [](const py::object& x, bool approximate) {
     Tensor t = to_tensor(x);
-    return released([&] { return ops::gelu(t, approximate); });
+    return released(numel(t), [&] { return ops::gelu(t, approximate); });
   }, "x"_a, "approximate"_a = true);
   ops.def("clip", [](const py::object& x, double x_min, double x_max) {
     Tensor t = to_tensor(x);
-    return released([&] { return ops::clip(t, x_min, x_max); });
+    return released(numel(t), [&] { return ops::clip(t, x_min, x_max); });
   }, "x"_a, "x_min"_a, "x_max"_a);
   ops.def("where", [](const py::object& condition, const py::object& x1, const py::object& x2) {
     Tensor c = to_tensor(condition);
     auto [a, b] = operands(x1, x2);
-    return released([&] { return ops::where(c, a, b); });
+    return released(numel(c, a, b), [&] { return ops::where(c, a, b); });
   }, "condition"_a, "x1"_a, "x2"_a);
   ops.def("cast", [](const py::object& x, const std::string& dtype) { return to_tensor(x, dtype.c_str()); },
           "x"_a, "dtype"_a);
   ops.def("matmul", [](const py::object& a, const py::object& b) {
     Tensor ta = to_tensor(a), tb = to_tensor(b);
-    return released([&] { return ops::matmul(ta, tb); });
+    return released(numel(ta, tb), [&] { return ops::matmul(ta, tb); });
   }, "x1"_a, "x2"_a);
 }
 
@@ -193,28 +188,28 @@ void bind_reduction_and_shape_ops(py::module_& ops) {
     ops.def(name, [fn](const py::object& x, const py::object& axis, bool keepdims) {
       Tensor t = to_tensor(x);
       ops::Axes axes = axes_of(axis);
-      return released([&] { return fn(t, axes, keepdims); });
+      return released(numel(t), [&] { return fn(t, axes, keepdims); });
     }, "x"_a, "axis"_a = py::none(), "keepdims"_a = false);
   }
   ops.def("argmax", [](const py::object& x, int axis, bool keepdims) {
     Tensor t = to_tensor(x);
-    return released([&] { return ops::argmax(t, axis, keepdims); });
+    return released(numel(t), [&] { return ops::argmax(t, axis, keepdims); });
   }, "x"_a, "axis"_a = -1, "keepdims"_a = false);
   ops.def("softmax", [](const py::object& x, int axis) {
     Tensor t = to_tensor(x);
-    return released([&] { return ops::softmax(t, axis); });
+    return released(numel(t), [&] { return ops::softmax(t, axis); });
   }, "x"_a, "axis"_a = -1);
   ops.def("log_softmax", [](const py::object& x, int axis) {
     Tensor t = to_tensor(x);
-    return released([&] { return ops::log_softmax(t, axis); });
+    return released(numel(t), [&] { return ops::log_softmax(t, axis); });
   }, "x"_a, "axis"_a = -1);
   ops.def("one_hot", [](const py::object& x, int64_t num_classes, const std::string& dtype) {
     Tensor t = to_tensor(x);
-    return released([&] { return ops::one_hot(t, num_classes, parse_dtype(dtype)); });
+    return released(numel(t), [&] { return ops::one_hot(t, num_classes, parse_dtype(dtype)); });
   }, "x"_a, "num_classes"_a, "dtype"_a = "float32");
   ops.def("take", [](const py::object& x, const py::object& indices, int axis) {
     Tensor t = to_tensor(x), i = to_tensor(indices);
-    return released([&] { return ops::take(t, i, axis); });
+    return released(numel(t, i), [&] { return ops::take(t, i, axis); });
   }, "x"_a, "indices"_a, "axis"_a = 0);
   ops.def("top_k", [](const py::object& x, int64_t k, bool sorted) {
     Tensor t = to_tensor(x);
@@ -223,29 +218,29 @@ void bind_reduction_and_shape_ops(py::module_& ops) {
   }, "x"_a, "k"_a, "sorted"_a = true);
   ops.def("reshape", [](const py::object& x, const std::vector<int64_t>& newshape) {
     Tensor t = to_tensor(x);
-    return released([&] { return ops::reshape(t, newshape); });
+    return released(numel(t), [&] { return ops::reshape(t, newshape); });
   }, "x"_a, "newshape"_a);
   ops.def("expand_dims", [](const py::object& x, int axis) {
     Tensor t = to_tensor(x);
-    return released([&] { return ops::expand_dims(t, axis); });
+    return released(numel(t), [&] { return ops::expand_dims(t, axis); });
   }, "x"_a, "axis"_a);
   ops.def("squeeze", [](const py::object& x, const std::optional<int>& axis) {
     Tensor t = to_tensor(x);
-    return released([&] { return axis ? ops::squeeze(t, *axis) : ops::squeeze(t); });
+    return released(numel(t), [&] { return axis ? ops::squeeze(t, *axis) : ops::squeeze(t); });
   }, "x"_a, "axis"_a = py::none());
   ops.def("transpose", [](const py::object& x, const std::optional<std::vector<int>>& axes) {
     Tensor t = to_tensor(x);
-    return released([&] { return ops::transpose(t, axes.value_or(std::vector<int>{})); });
+    return released(numel(t), [&] { return ops::transpose(t, axes.value_or(std::vector<int>{})); });
   }, "x"_a, "axes"_a = py::none());
   ops.def("concatenate", [](const py::sequence& xs, int axis) {
     std::vector<Tensor> ts;
     for (const py::handle x : xs) ts.push_back(to_tensor(x));
-    return released([&] { return ops::concatenate(ts, axis); });
+    return released(numel(ts), [&] { return ops::concatenate(ts, axis); });
   }, "xs"_a, "axis"_a = 0);
   ops.def("stack", [](const py::sequence& xs, int axis) {
     std::vector<Tensor> ts;
     for (const py::handle x : xs) ts.push_back(to_tensor(x));
-    return released([&] { return ops::stack(ts, axis); });
+    return released(numel(ts), [&] { return ops::stack(ts, axis); });
   }, "x"_a, "axis"_a = 0);
   ops.def("shape", [](const py::object& x) { return py::tuple(py::cast(dims_of(to_tensor(x)))); }, "x"_a);
   ops.def("convert_to_tensor", [](const py::object& x, const std::optional<std::string>& dtype) {

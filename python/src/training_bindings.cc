@@ -185,8 +185,7 @@ void bind_compile_objects(py::module_& m) {
                           const py::object& sample_weight) {
         Tensor t = to_tensor(y_true), p = to_tensor(y_pred);
         Tensor w = sample_weight.is_none() ? Tensor() : to_tensor(sample_weight);
-        py::gil_scoped_release release;
-        return loss(t, p, w);
+        return released(numel(t, p), [&] { return loss(t, p, w); });
       }, "y_true"_a, "y_pred"_a, "sample_weight"_a = py::none())
       .def("get_config", [](const losses::Loss& l) { return from_json(l.get_config()); })
       .def("to_config", [](const losses::Loss& l) { return from_json(l.to_config()); });
