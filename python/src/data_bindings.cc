@@ -28,6 +28,19 @@ py::object apply(const py::object& fn, const Tree& element) {
   return fn(value);
 }
 
+// tf.data traces a map function once into a graph; chorus calls it per element, holding
+// the GIL (about 3 µs a call besides the function's own ops). Said once per process.
+void warn_once_about_python_functions(const char* method) {
+  static bool warned = false;  // guarded by the GIL
+  if (warned) return;
+  warned = true;
+  const std::string message = std::string("chorus: Dataset.") + method +
+                              ": the Python function runs once per element, holding the GIL (chorus does not "
+                              "trace it into chorus ops yet, as tf.data would); a pipeline of many small elements "
+                              "is slower than tf.data's";
+  if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 2) != 0) throw py::error_already_set();
+}
+
 // as_numpy_iterator's leaves: NumPy arrays, and scalars as tf.data gives them (bytes for
 // a string, a NumPy scalar for a number).
 py::object numpy_element(const Tree& tree) {
@@ -151,12 +164,14 @@ void bind_data(py::module_& m) {
       .def("prefetch", &Dataset::prefetch, "buffer_size"_a)
       .def("unbatch", &Dataset::unbatch)
       .def("map", [](const Dataset& d, const py::function& map_func, const py::object&) {
+        warn_once_about_python_functions("map");
         return d.map([fn = SharedObject(map_func)](const Tree& element) {
           py::gil_scoped_acquire gil;
           return to_tree(apply(fn.get(), element));
         });
       }, "map_func"_a, "num_parallel_calls"_a = py::none())
       .def("filter", [](const Dataset& d, const py::function& predicate) {
+        warn_once_about_python_functions("filter");
         return d.filter([fn = SharedObject(predicate)](const Tree& element) {
           py::gil_scoped_acquire gil;
           return py::bool_(apply(fn.get(), element)).cast<bool>();

@@ -1,4 +1,6 @@
 """chorus.data.Dataset from Python: elements, Python map/filter functions, and fit."""
+import subprocess
+import sys
 import unittest
 
 import numpy as np
@@ -28,6 +30,13 @@ class DatasetTest(unittest.TestCase):
         self.assertEqual([b[0].shape for b in batches], [(2, 2), (1, 2)])
 
     def test_python_map_and_filter_run_per_element(self):
+        # The speed warning, once per process: in a fresh one, as this one may have said it.
+        run = subprocess.run([sys.executable, "-W", "always", "-c",
+                              "from chorus import data; data.Dataset.range(3).map(lambda i: i); "
+                              "data.Dataset.range(3).filter(lambda i: i > 0).map(abs)"],
+                             capture_output=True, text=True, check=True)
+        self.assertEqual(run.stderr.count("the Python function runs once per element, holding the GIL"), 1,
+                         run.stderr)
         ds = data.Dataset.range(10).filter(lambda i: i >= 6).map(lambda i: (i * 2, i))
         self.assertEqual([(int(a), int(b)) for a, b in ds], [(12, 6), (14, 7), (16, 8), (18, 9)])
 
