@@ -1,4 +1,4 @@
 """`from chorus import keras_nlp`: KerasHub under its former name."""
-from chorus.keras_hub import models
+from chorus.keras_hub import layers, models
 
-__all__ = ["models"]
+__all__ = ["layers", "models"]

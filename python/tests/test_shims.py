@@ -38,8 +38,11 @@ class ShimTest(unittest.TestCase):
         with self.assertRaisesRegex(NotImplementedError, "not 'TPU'"):
             tf.config.list_logical_devices("TPU")
 
-    def test_keras_hub_presets(self):
+    def test_keras_hub_presets_and_layers(self):
         self.assertIs(keras_nlp.models.BertMaskedLM, keras_hub.models.BertMaskedLM)
+        encoder = keras_nlp.layers.TransformerEncoder(16, 2)
+        out = encoder(np.ones((2, 5, 8), np.float32))
+        self.assertEqual((out.shape, encoder.get_config()["intermediate_dim"]), ((2, 5, 8), 16))
         with self.assertRaisesRegex(ValueError, "unknown BERT preset 'bert_huge'"):
             keras_hub.models.BertMaskedLM.from_preset("bert_huge", vocabulary=os.devnull)
         with self.assertRaisesRegex(NotImplementedError, "from_preset"):

@@ -23,21 +23,12 @@ _POSITIONAL = {
     "StringLookup": ("max_tokens", "num_oov_indices", "mask_token", "oov_token", "vocabulary"),
     "TextVectorization": ("max_tokens", "standardize", "split", "ngrams", "output_mode", "output_sequence_length"),
 }
-# keras_hub's layers, also registered in chorus's one layer registry (chorus.keras_hub.layers).
-HUB_POSITIONAL = {
-    "PositionEmbedding": ("sequence_length",),
-    "ReversibleEmbedding": ("input_dim", "output_dim"),
-    "TokenAndPositionEmbedding": ("vocabulary_size", "sequence_length", "embedding_dim"),
-    "TransformerEncoder": ("intermediate_dim", "num_heads", "dropout"),
-}
-
-
-def _make_layer(class_name, config):
+def make_layer(class_name, config):
     return _chorus.layer_from_config(class_name, config)
 
 
 for _name, _positional in _POSITIONAL.items():
-    globals()[_name] = factory(_name, _positional, _make_layer, __name__)
+    globals()[_name] = factory(_name, _positional, make_layer, __name__)
 
 
 def InputLayer(shape=None, batch_size=None, dtype="float32", name=None, batch_shape=None):
