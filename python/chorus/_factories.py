@@ -31,3 +31,17 @@ def factory(class_name, positional, make, module):
     construct.__doc__ = (f"keras {class_name}({', '.join(positional)}, **kwargs): "
                          f"Keras's arguments and defaults.")
     return construct
+
+
+class Serialized:
+    """An object C++ rebuilds from its Keras config (an initializer, a learning-rate
+    schedule): its class name and constructor arguments, given as to_config()."""
+
+    def __init__(self, class_name, config):
+        self.class_name, self.config = class_name, config
+
+    def to_config(self):
+        return {"class_name": self.class_name, "config": self.config}
+
+    def get_config(self):
+        return dict(self.config)

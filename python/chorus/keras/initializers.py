@@ -1,19 +1,10 @@
 """keras.initializers: objects that layers' kernel_initializer/bias_initializer take. Each
 is its Keras config, which chorus's C++ initializer of the same class rebuilds."""
-from chorus._factories import factory
+from chorus._factories import Serialized, factory
 
 
-class Initializer:
+class Initializer(Serialized):
     """An initializer as Keras serialises it: its class name and arguments."""
-
-    def __init__(self, class_name, config):
-        self.class_name, self.config = class_name, config
-
-    def to_config(self):
-        return {"class_name": self.class_name, "config": self.config}
-
-    def get_config(self):
-        return dict(self.config)
 
 
 _POSITIONAL = {

@@ -2,7 +2,7 @@
 import types
 
 from chorus import _chorus
-from chorus._factories import factory
+from chorus._factories import Serialized, factory
 
 Optimizer = _chorus.Optimizer
 
@@ -18,18 +18,9 @@ for _name, _positional in _POSITIONAL.items():
     globals()[_name] = factory(_name, _positional, _chorus.optimizer_from_config, __name__)
 
 
-class LearningRateSchedule:
+class LearningRateSchedule(Serialized):
     """A schedule given as an optimizer's learning_rate: its Keras config, which chorus's
     C++ schedule of the same name computes."""
-
-    def __init__(self, class_name, config):
-        self.class_name, self.config = class_name, config
-
-    def to_config(self):
-        return {"class_name": self.class_name, "config": self.config}
-
-    def get_config(self):
-        return dict(self.config)
 
 
 _SCHEDULES = {
