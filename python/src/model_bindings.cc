@@ -4,6 +4,7 @@
 #include <pybind11/iostream.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -93,6 +94,16 @@ std::optional<data::Dataset> validation_of(const Model& model, const py::object&
   return data::Dataset::from_tensor_slices(Tree::list({to_tree(pair[0]), to_tree(pair[1])})).batch(batch_size);
 }
 
+// Arrays with sample weights as Datasets of (x, y, sample_weight) batches, since
+// Model::fit(x, y) takes none.
+data::Dataset weighted_batches(const Tree& x, const Tree& y, const Tensor& w, int64_t begin, int64_t end,
+                               int64_t batch_size, bool shuffle) {
+  auto rows = [&](const Tree& t) { return t.map([&](const Tensor& a) { return a.first_axis_slice(begin, end); }); };
+  data::Dataset rows_of = data::Dataset::from_tensor_slices(Tree::list({rows(x), rows(y), rows(Tree(w))}));
+  if (shuffle) rows_of = rows_of.shuffle(end - begin);  // anew each epoch, as fit shuffles arrays
+  return rows_of.batch(batch_size);
+}
+
 void not_supported(const py::object& value, const char* what) {
   if (!value.is_none()) {
     throw_not_implemented(std::string(what) + " is not supported by chorus yet");
@@ -129,7 +140,6 @@ py::object fit(Model& model, const py::object& x, const py::object& y, const py:
                const py::object& validation_data, bool shuffle, int initial_epoch, const py::object& steps_per_epoch,
                const py::object& validation_steps, const py::object& validation_batch_size, int validation_freq,
                const py::object& sample_weight, const py::object& class_weight) {
-  not_supported(sample_weight, "fit(sample_weight=...) with arrays (a Dataset of (x, y, sample_weight) works)");
   not_supported(class_weight, "fit(class_weight=...)");
   models::FitOptions options;
   options.epochs = epochs;
@@ -148,8 +158,22 @@ py::object fit(Model& model, const py::object& x, const py::object& y, const py:
   PythonStreams streams;
   if (std::optional<data::Dataset> dataset = dataset_of(model, x)) {
     if (!y.is_none()) throw py::value_error("fit: y must be None when x is a Dataset or a generator (it yields (x, y))");
+    if (!sample_weight.is_none()) throw py::value_error("fit: sample_weight goes with arrays; a Dataset yields its own");
     py::gil_scoped_release release;
     history = model.fit(*dataset, std::move(options));
+  } else if (!sample_weight.is_none()) {
+    // Keras's split: the last validation_split of the rows, before shuffling, weights too.
+    Tree tx = to_tree(x), ty = to_tree(y);
+    Tensor w = to_tensor(sample_weight);
+    const int64_t rows = w.rank() > 0 ? w.dim(0) : 0;
+    const auto split = static_cast<int64_t>(std::ceil(static_cast<double>(rows) * (1.0 - validation_split)));
+    data::Dataset train = weighted_batches(tx, ty, w, 0, split, options.batch_size, shuffle);
+    if (split < rows && !options.validation_data) {
+      options.validation_data = weighted_batches(tx, ty, w, split, rows, options.batch_size, false);
+    }
+    options.validation_split = 0;
+    py::gil_scoped_release release;
+    history = model.fit(train, std::move(options));
   } else {
     Tree tx = to_tree(x), ty = to_tree(y);
     py::gil_scoped_release release;
@@ -159,8 +183,8 @@ py::object fit(Model& model, const py::object& x, const py::object& y, const py:
 }
 
 py::object evaluate(Model& model, const py::object& x, const py::object& y, const py::object& batch_size,
-                    const py::object& verbose, const py::object& steps, const py::object& callbacks,
-                    bool return_dict) {
+                    const py::object& verbose, const py::object& sample_weight, const py::object& steps,
+                    const py::object& callbacks, bool return_dict) {
   models::EvaluateOptions options;
   options.batch_size = batch_size.is_none() ? 32 : batch_size.cast<int64_t>();
   options.verbose = verbose_of(verbose, 1);
@@ -171,6 +195,12 @@ py::object evaluate(Model& model, const py::object& x, const py::object& y, cons
   if (std::optional<data::Dataset> dataset = dataset_of(model, x)) {
     py::gil_scoped_release release;
     logs = model.evaluate(*dataset, std::move(options));
+  } else if (!sample_weight.is_none()) {
+    Tensor w = to_tensor(sample_weight);
+    data::Dataset batches = weighted_batches(to_tree(x), to_tree(y), w, 0, w.rank() > 0 ? w.dim(0) : 0,
+                                             options.batch_size, false);
+    py::gil_scoped_release release;
+    logs = model.evaluate(batches, std::move(options));
   } else {
     Tree tx = to_tree(x), ty = to_tree(y);
     py::gil_scoped_release release;
@@ -223,7 +253,8 @@ void bind_model_class(py::module_& m) {
            "validation_batch_size"_a = py::none(), "validation_freq"_a = 1, "sample_weight"_a = py::none(),
            "class_weight"_a = py::none())
       .def("evaluate", &evaluate, "x"_a = py::none(), "y"_a = py::none(), "batch_size"_a = py::none(),
-           "verbose"_a = "auto", "steps"_a = py::none(), "callbacks"_a = py::none(), "return_dict"_a = false)
+           "verbose"_a = "auto", "sample_weight"_a = py::none(), "steps"_a = py::none(), "callbacks"_a = py::none(),
+           "return_dict"_a = false)
       .def("predict", &predict, "x"_a, "batch_size"_a = py::none(), "verbose"_a = "auto", "steps"_a = py::none(),
            "callbacks"_a = py::none())
       .def("compute_loss", [](Model& model, const py::object& x, const py::object& y, const py::object& y_pred,

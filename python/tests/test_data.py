@@ -77,8 +77,8 @@ class DatasetTest(unittest.TestCase):
         from_generator = data.Dataset.from_generator(lambda: ((x[i:i + 8], y[i:i + 8]) for i in range(0, 32, 8)))
         self.assertEqual(c.fit(from_generator, epochs=3, verbose=0).history["loss"], want)
         self.assertAlmostEqual(a.evaluate(batches(), steps=4, verbose=0), a.evaluate(x, y, verbose=0), places=6)
-        with self.assertRaisesRegex(NotImplementedError, "sample_weight"):
-            a.fit(x, y, sample_weight=np.ones(32), verbose=0)
+        with self.assertRaisesRegex(ValueError, "sample_weight goes with arrays"):
+            a.fit(batches(), steps_per_epoch=4, sample_weight=np.ones(32), verbose=0)
 
 
 if __name__ == "__main__":

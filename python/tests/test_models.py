@@ -8,18 +8,20 @@ import numpy as np
 from chorus import keras
 
 
-def numpy_sgd(x, y, kernel, bias, learning_rate, batch_size, epochs):
-    """Dense(1) + mean squared error + plain SGD, in float64: the reference."""
+def numpy_sgd(x, y, kernel, bias, learning_rate, batch_size, epochs, weights=None):
+    """Dense(1) + mean squared error (weighted per example, summed over the batch size, as
+    Keras's sum_over_batch_size reduction) + plain SGD, in float64: the reference."""
     kernel, bias = kernel.astype(np.float64), bias.astype(np.float64)
+    weights = np.ones((len(x), 1)) if weights is None else weights.reshape(-1, 1)
     losses = []
     for _ in range(epochs):
         total = 0.0
         for start in range(0, len(x), batch_size):
-            xb, yb = x[start:start + batch_size], y[start:start + batch_size]
+            xb, yb, wb = x[start:start + batch_size], y[start:start + batch_size], weights[start:start + batch_size]
             error = xb @ kernel + bias - yb
-            total += float((error ** 2).mean()) * len(xb)
-            kernel -= learning_rate * 2 * xb.T @ error / error.size
-            bias -= learning_rate * 2 * error.sum(0) / error.size
+            total += float((wb * error ** 2).mean()) * len(xb)
+            kernel -= learning_rate * 2 * xb.T @ (wb * error) / error.size
+            bias -= learning_rate * 2 * (wb * error).sum(0) / error.size
         losses.append(total / len(x))
     return kernel, bias, losses
 
@@ -67,6 +69,24 @@ class ModelTest(unittest.TestCase):
         self.assertTrue(model.seen_training)
         model.predict(self.x, verbose=0)
         self.assertFalse(model.seen_training)
+
+    def test_sample_weights_with_arrays_train_as_numpy_weighted_sgd(self):
+        inputs = keras.Input(shape=(3,))
+        model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+        kernel, bias = model.get_weights()
+        weights = np.linspace(0.0, 2.0, 16).astype(np.float32)
+        x, y = np.concatenate([self.x, self.x[:4]]), np.concatenate([self.y, self.y[:4]])
+        model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse")
+        # The last quarter of the rows (and their weights) validates, as Keras splits.
+        history = model.fit(x, y, sample_weight=weights, batch_size=4, epochs=2, shuffle=False,
+                            validation_split=0.25, verbose=0)
+        want_kernel, want_bias, want_losses = numpy_sgd(x[:12], y[:12], kernel, bias, 0.1, 4, 2, weights[:12])
+        np.testing.assert_allclose(model.get_weights()[0], want_kernel, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(history.history["loss"], want_losses, rtol=1e-5)
+        error = x[12:] @ model.get_weights()[0] + model.get_weights()[1] - y[12:]
+        want_val = float((weights[12:, None] * error ** 2).mean())
+        self.assertAlmostEqual(history.history["val_loss"][-1], want_val, places=5)
+        self.assertAlmostEqual(model.evaluate(x[12:], y[12:], sample_weight=weights[12:], verbose=0), want_val, places=5)
 
     def test_evaluate_and_predict_agree_with_numpy(self):
         inputs = keras.Input(shape=(3,))
