@@ -152,6 +152,16 @@ class ModelTest(unittest.TestCase):
             loaded.load_weights(os.path.join(tmp, "w.safetensors"))
             np.testing.assert_array_equal(loaded.predict(self.x, verbose=0), model.predict(self.x, verbose=0))
 
+    def test_chorus_models_and_layers_are_keras_instances(self):
+        sequential = keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(2)])
+        self.assertIsInstance(sequential, keras.Model)
+        self.assertIsInstance(keras.layers.Dense(2), keras.layers.Layer)
+        self.assertIsInstance(sequential, keras.layers.Layer)
+        self.assertTrue(issubclass(keras.Sequential, keras.Model))
+        self.assertNotIsInstance(sequential, Linear)  # a subclass keeps its own instances
+        self.assertIsInstance(Linear(), keras.Model)
+        self.assertNotIsInstance(keras.layers.Dense(2), keras.Model)
+
     def test_summary_prints_the_layers(self):
         model = keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(4, name="hidden")], name="seq")
         lines = []

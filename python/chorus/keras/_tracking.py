@@ -28,6 +28,26 @@ def _layers_in(value):
             yield from _layers_in(item)
 
 
+def base_with_instances_of(cpp_class):
+    """A metaclass for keras.Model and keras.layers.Layer, the Python classes users subclass:
+    every chorus object of `cpp_class` counts as an instance of the class itself (a
+    Sequential, a loaded model or a Dense is a keras.Model or a keras.layers.Layer, as in
+    Keras), and of a subclass only when it is one."""
+
+    class Meta(type(cpp_class)):
+        def __instancecheck__(cls, instance):
+            if cls.__dict__.get("_chorus_base", False) and isinstance(instance, cpp_class):
+                return True
+            return super().__instancecheck__(instance)
+
+        def __subclasscheck__(cls, subclass):
+            if cls.__dict__.get("_chorus_base", False) and issubclass(subclass, cpp_class):
+                return True
+            return super().__subclasscheck__(subclass)
+
+    return Meta
+
+
 class Tracking:
     """Mixin for Python subclasses of chorus's Layer and Model."""
 

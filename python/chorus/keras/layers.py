@@ -1,7 +1,7 @@
 """keras.layers: every chorus layer, made from Keras's arguments, and `Layer` to subclass."""
 from chorus import _chorus
 from chorus._factories import factory
-from chorus.keras._tracking import Tracking
+from chorus.keras._tracking import Tracking, base_with_instances_of
 
 # Keras 3's positional parameters; the rest are keyword arguments.
 _POSITIONAL = {
@@ -50,12 +50,14 @@ def Input(shape=None, batch_size=None, dtype="float32", name=None):
     return _chorus.Input(list(shape), dtype, name or "")
 
 
-class Layer(Tracking, _chorus.Layer):
+class Layer(Tracking, _chorus.Layer, metaclass=base_with_instances_of(_chorus.Layer)):
     """keras.layers.Layer, to subclass: define build(input_shape) and call(inputs[, training]).
 
     Weights come from self.add_weight(shape, initializer, dtype, trainable, name); layers
     assigned as attributes are tracked as sublayers.
     """
+
+    _chorus_base = True
 
     def __init__(self, name=None, trainable=True, dtype=None, **kwargs):
         if kwargs:

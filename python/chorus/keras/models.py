@@ -1,7 +1,7 @@
 """keras.Model (functional or subclassed in Python), keras.Sequential, load_model."""
 from chorus import _chorus
 from chorus.keras import layers as _layers
-from chorus.keras._tracking import Tracking
+from chorus.keras._tracking import Tracking, base_with_instances_of
 
 
 def _summary(model, print_fn=None):
@@ -9,10 +9,12 @@ def _summary(model, print_fn=None):
     (print_fn or print)(text.rstrip("\n"))
 
 
-class Model(Tracking, _chorus.Model):
+class Model(Tracking, _chorus.Model, metaclass=base_with_instances_of(_chorus.Model)):
     """keras.Model: Model(inputs, outputs) for the functional API, or subclass it and define
     call(inputs[, training]) (and optionally build(input_shape)); layers assigned as
     attributes are tracked."""
+
+    _chorus_base = True
 
     def __init__(self, *args, inputs=None, outputs=None, name=None, **kwargs):
         if kwargs:
