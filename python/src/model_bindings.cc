@@ -272,11 +272,13 @@ void bind_model_class(py::module_& m) {
         if (!model.compiled()) return py::none();
         return py::cast(&model.optimizer(), py::return_value_policy::reference);
       })
-      .def("_summary", [](const Model& model) {  // printed by the Python side's summary(print_fn)
+      .def("summary", [](const Model& model, const py::object& print_fn) {
         std::ostringstream out;
         model.summary(out);
-        return out.str();
-      })
+        std::string text = out.str();
+        while (!text.empty() && text.back() == '\n') text.pop_back();
+        (print_fn.is_none() ? py::module_::import("builtins").attr("print") : print_fn)(text);
+      }, "print_fn"_a = py::none())
       .def("save", [](const Model& model, const std::string& path) {
         py::gil_scoped_release release;
         model.save(path);

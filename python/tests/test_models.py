@@ -145,6 +145,9 @@ class ModelTest(unittest.TestCase):
             path = os.path.join(tmp, "model")
             model.save(path)
             loaded = keras.saving.load_model(path)
+            printed = []
+            loaded.summary(print_fn=printed.append)  # a loaded model is chorus's own class
+            self.assertIn("dense", printed[0])
             np.testing.assert_array_equal(loaded.predict(self.x, verbose=0), model.predict(self.x, verbose=0))
             self.assertEqual(loaded.optimizer.iterations, model.optimizer.iterations)
             model.save_weights(os.path.join(tmp, "w.safetensors"))

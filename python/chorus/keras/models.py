@@ -4,11 +4,6 @@ from chorus.keras import layers as _layers
 from chorus.keras._tracking import Tracking, base_with_instances_of
 
 
-def _summary(model, print_fn=None):
-    text = model._summary()
-    (print_fn or print)(text.rstrip("\n"))
-
-
 class Model(Tracking, _chorus.Model, metaclass=base_with_instances_of(_chorus.Model)):
     """keras.Model: Model(inputs, outputs) for the functional API, or subclass it and define
     call(inputs[, training]) (and optionally build(input_shape)); layers assigned as
@@ -32,8 +27,6 @@ class Model(Tracking, _chorus.Model, metaclass=base_with_instances_of(_chorus.Mo
         if type(self) is not Model:
             self._retain_python_object()
 
-    summary = _summary
-
 
 class Sequential(_chorus.Sequential):
     """keras.Sequential: a stack of layers; a keras.Input first fixes the input shape."""
@@ -51,8 +44,6 @@ class Sequential(_chorus.Sequential):
         if isinstance(layer, _chorus.Tensor):  # keras.Input(...) as the first entry
             return _layers.InputLayer(batch_shape=[None, *layer.shape[1:]], dtype=layer.dtype)
         return layer
-
-    summary = _summary
 
 
 load_model = _chorus.load_model
