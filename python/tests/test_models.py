@@ -165,6 +165,11 @@ class ModelTest(unittest.TestCase):
         self.assertIsInstance(Linear(), keras.Model)
         self.assertNotIsInstance(keras.layers.Dense(2), keras.Model)
 
+    def test_clear_session_restarts_layer_names(self):
+        keras.layers.Dense(1)
+        keras.utils.clear_session()
+        self.assertEqual(keras.layers.Dense(1).name, "dense")
+
     def test_summary_prints_the_layers(self):
         model = keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(4, name="hidden")], name="seq")
         lines = []

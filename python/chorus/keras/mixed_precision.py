@@ -2,10 +2,7 @@
 from chorus import _chorus
 
 set_global_policy = _chorus.set_global_policy
-
-
-def global_policy():
-    return _chorus.global_policy()
+global_policy = _chorus.global_policy
 
 
 __all__ = ["global_policy", "set_global_policy"]

@@ -1,4 +1,5 @@
-"""keras.utils.set_random_seed: chorus's initializers and Dropout, Python's and NumPy's."""
+"""keras.utils: set_random_seed (chorus's initializers and Dropout, Python's and NumPy's)
+and clear_session (layer names start again: the next Dense is "dense")."""
 import random
 
 from chorus import _chorus
@@ -13,4 +14,9 @@ def set_random_seed(seed):
     _chorus.set_random_seed(seed)
 
 
-__all__ = ["set_random_seed"]
+def clear_session():
+    """Keras's clear_session for names: the next layer of a class gets its first name again."""
+    _chorus.reset_names()
+
+
+__all__ = ["clear_session", "set_random_seed"]
