@@ -1,7 +1,7 @@
 """The Python package against chorus's C++ on the same work, measured in one run; one JSON
 line per case with the ratio (Python's time / C++'s).
 
-  retrieval_tutorial: python/examples/keras_rs_retrieval.py (the keras-rs tutorial as
+  retrieval_tutorial: examples/python/movielens_retrieval.py (the keras-rs tutorial as
     printed) against `chorus train movielens-retrieval --devices 0` (its C++ port, same
     devices): whole processes, and the phases (data: everything before fit; fit, with
     validation; the rest).
@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-EXAMPLE = os.path.join(HERE, "..", "python", "examples", "keras_rs_retrieval.py")
+EXAMPLE = os.path.join(HERE, "..", "examples", "python", "movielens_retrieval.py")
 
 
 def cpu_name():

@@ -19,6 +19,7 @@
 #include "chorus/core/error.h"
 #include "chorus/core/error_context.h"
 #include "chorus/layers/registry.h"
+#include "chorus/ops/elementwise.h"
 
 namespace chorus::models {
 namespace {
@@ -89,13 +90,16 @@ Tree FunctionalGraph::run(const Tree& inputs, bool training) const {
     const Tensor& x = given[i];
     bool shape_ok = x.rank() == spec.rank();
     for (int d = 1; shape_ok && d < spec.rank(); ++d) shape_ok = x.shape()[d] == spec.shape()[d];
-    if (!shape_ok || x.dtype() != spec.dtype()) {
+    // Keras converts each input to its Input's dtype (uint8 pixels into a float32 model);
+    // only strings and numbers do not convert into each other.
+    const bool dtype_ok = x.dtype() == spec.dtype() || (x.dtype() != kString && spec.dtype() != kString);
+    if (!shape_ok || !dtype_ok) {
       throw_error<ValueError>(
           "Input {} of layer \"{}\" is incompatible with the layer: expected shape={} {}, found shape={} {}", i,
           model_name_, batch_shape_string(spec.shape()), dtype_name(spec.dtype()), x.shape().to_string(),
           dtype_name(x.dtype()));
     }
-    values[{input_nodes_[i].get(), 0}] = x;
+    values[{input_nodes_[i].get(), 0}] = x.dtype() == spec.dtype() ? x : ops::cast(x, spec.dtype());
   }
   auto lookup = [&](const Tensor& symbolic) { return values.at({origin_of(symbolic).node.get(), origin_of(symbolic).output_index}); };
   for (const auto& node : nodes_) {

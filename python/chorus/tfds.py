@@ -9,20 +9,17 @@ order is that of its shuffled TFRecord shards). Fields: movielens/100k-ratings h
 movie_id, movie_title, timestamp, user_id and user_rating; movielens/100k-movies has
 movie_id and movie_title. tfds's user and genre fields are not provided.
 """
-import os as _os
 
 import numpy as _np
 
 from chorus import _chorus
+from chorus import _data_files
 from chorus._shim import module_getattr as _module_getattr
 from chorus.data import Dataset as _Dataset
 
 
 def _movielens_dir():
-    shared = _os.environ.get("CHORUS_SHARED_DATA")
-    if shared and _os.path.isfile(_os.path.join(shared, "ml-100k", "u.data")):
-        return _os.path.join(shared, "ml-100k")
-    return _chorus.datasets.fetch("movielens-100k")
+    return _data_files.directory("movielens-100k", "ml-100k", "u.data")
 
 
 def _as_bytes(ids):

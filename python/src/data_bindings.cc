@@ -9,6 +9,7 @@
 #include "chorus/core/creation.h"
 #include "chorus/data/dataset.h"
 #include "chorus/data/download.h"
+#include "chorus/data/mnist.h"
 #include "chorus/data/movielens.h"
 #include "chorus/data/text_line_dataset.h"
 #include "python/src/bindings.h"
@@ -93,8 +94,8 @@ py::object reduce(const Dataset& dataset, py::object state, const py::object& re
   return py::cast(to_tensor(state));
 }
 
-// The readers behind the tfds shim: MovieLens 100K's columns, from a directory that
-// data::fetch verified (or $CHORUS_SHARED_DATA's copy).
+// The readers behind keras.datasets and the tfds shim: MNIST's arrays and MovieLens 100K's
+// columns, from a directory that data::fetch verified (or $CHORUS_SHARED_DATA's copy).
 void bind_datasets(py::module_ m) {
   namespace ml = datasets::movielens_100k;
   m.def("fetch", [](const std::string& name) {
@@ -103,6 +104,14 @@ void bind_datasets(py::module_ m) {
   }, "name"_a);
   m.def("movielens_100k_ratings", [](const std::string& dir) { return from_tree(ml::load_ratings(dir), true); },
         "dir"_a);
+  m.def("mnist_load_data", [](const std::string& dir, bool train) {
+    Tree images_and_labels;
+    {
+      py::gil_scoped_release release;
+      images_and_labels = datasets::mnist::load_data(dir, train ? datasets::Split::kTrain : datasets::Split::kTest);
+    }
+    return py::make_tuple(to_numpy(images_and_labels[0].tensor()), to_numpy(images_and_labels[1].tensor()));
+  }, "dir"_a, "train"_a);
   m.def("movielens_100k_movies", [](const std::string& dir) {
     ml::Movies movies = ml::load_movies(dir);
     py::dict out;

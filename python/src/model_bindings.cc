@@ -11,11 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "chorus/core/creation.h"
 #include "chorus/data/dataset.h"
 #include "chorus/models/history.h"
 #include "chorus/models/model.h"
 #include "chorus/models/sequential.h"
 #include "python/src/bindings.h"
+#include "python/src/class_weight.h"
 #include "python/src/conversions.h"
 #include "python/src/py_model.h"
 
@@ -104,6 +106,15 @@ data::Dataset weighted_batches(const Tree& x, const Tree& y, const Tensor& w, in
   return rows_of.batch(batch_size);
 }
 
+// fit(x, y, class_weight=...) on arrays: the sample weights of every row.
+Tensor class_weight_samples(const Tree& y, const py::object& sample_weight, const ClassWeights& weights) {
+  if (!sample_weight.is_none()) {
+    throw py::value_error("fit: you cannot use `class_weight` and `sample_weight` at the same time");
+  }
+  if (!y.is_tensor()) throw py::value_error("fit: `class_weight` is only supported for Models with a single output");
+  return sample_weights_of(y.tensor(), weights);
+}
+
 void not_supported(const py::object& value, const char* what) {
   if (!value.is_none()) {
     throw_not_implemented(std::string(what) + " is not supported by chorus yet");
@@ -140,7 +151,6 @@ py::object fit(Model& model, const py::object& x, const py::object& y, const py:
                const py::object& validation_data, bool shuffle, int initial_epoch, const py::object& steps_per_epoch,
                const py::object& validation_steps, const py::object& validation_batch_size, int validation_freq,
                const py::object& sample_weight, const py::object& class_weight) {
-  not_supported(class_weight, "fit(class_weight=...)");
   models::FitOptions options;
   options.epochs = epochs;
   options.batch_size = batch_size.is_none() ? 32 : batch_size.cast<int64_t>();
@@ -156,20 +166,25 @@ py::object fit(Model& model, const py::object& x, const py::object& y, const py:
   options.validation_freq = validation_freq;
   models::History history;
   PythonStreams streams;
+  std::optional<ClassWeights> class_weights;
+  if (!class_weight.is_none()) class_weights = class_weights_of(class_weight.cast<py::dict>());
   if (std::optional<data::Dataset> dataset = dataset_of(model, x)) {
     if (!y.is_none()) throw py::value_error("fit: y must be None when x is a Dataset or a generator (it yields (x, y))");
     if (!sample_weight.is_none()) throw py::value_error("fit: sample_weight goes with arrays; a Dataset yields its own");
+    if (class_weights) dataset = with_class_weights(*dataset, *class_weights);
     py::gil_scoped_release release;
     history = model.fit(*dataset, std::move(options));
-  } else if (!sample_weight.is_none()) {
-    // Keras's split: the last validation_split of the rows, before shuffling, weights too.
+  } else if (!sample_weight.is_none() || class_weights) {
+    // Keras's split: the last validation_split of the rows, before shuffling, sample
+    // weights too; class weights weigh the training rows only.
     Tree tx = to_tree(x), ty = to_tree(y);
-    Tensor w = to_tensor(sample_weight);
+    Tensor w = class_weights ? class_weight_samples(ty, sample_weight, *class_weights) : to_tensor(sample_weight);
     const int64_t rows = w.rank() > 0 ? w.dim(0) : 0;
     const auto split = static_cast<int64_t>(std::ceil(static_cast<double>(rows) * (1.0 - validation_split)));
     data::Dataset train = weighted_batches(tx, ty, w, 0, split, options.batch_size, shuffle);
     if (split < rows && !options.validation_data) {
-      options.validation_data = weighted_batches(tx, ty, w, split, rows, options.batch_size, false);
+      const Tensor validation_w = class_weights ? ones(w.shape()) : w;
+      options.validation_data = weighted_batches(tx, ty, validation_w, split, rows, options.batch_size, false);
     }
     options.validation_split = 0;
     py::gil_scoped_release release;
@@ -179,7 +194,10 @@ py::object fit(Model& model, const py::object& x, const py::object& y, const py:
     py::gil_scoped_release release;
     history = model.fit(tx, ty, std::move(options));
   }
-  return py::cast(std::move(history));
+  // Keras keeps the last fit's History as model.history.
+  py::object result = py::cast(std::move(history));
+  py::cast(&model, py::return_value_policy::reference).attr("history") = result;
+  return result;
 }
 
 py::object evaluate(Model& model, const py::object& x, const py::object& y, const py::object& batch_size,

@@ -5,6 +5,7 @@ import unittest
 
 import numpy as np
 
+from chorus import data as chorus_data
 from chorus import keras
 
 
@@ -87,6 +88,50 @@ class ModelTest(unittest.TestCase):
         want_val = float((weights[12:, None] * error ** 2).mean())
         self.assertAlmostEqual(history.history["val_loss"][-1], want_val, places=5)
         self.assertAlmostEqual(model.evaluate(x[12:], y[12:], sample_weight=weights[12:], verbose=0), want_val, places=5)
+
+    def test_class_weights_weigh_the_training_rows_by_their_class(self):
+        # Keras's rule: a row weighs class_weight[round(label)], 1 for a class not listed,
+        # in training only: the validation split's rows stay unweighted.
+        labels = np.array([[1], [0], [1], [0], [0], [1], [1], [0], [0], [0], [1], [1]], np.float32)
+        x, y = np.concatenate([self.x, self.x[:4]]), np.concatenate([labels, labels[:4]])
+        inputs = keras.Input(shape=(3,))
+        model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+        kernel, bias = model.get_weights()
+        model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse")
+        history = model.fit(x, y, class_weight={1: 3.0, 7: 0.5}, batch_size=4, epochs=2, shuffle=False,
+                            validation_split=0.25, verbose=0)
+        weights = np.where(y[:, 0] == 1, 3.0, 1.0)
+        want_kernel, want_bias, want_losses = numpy_sgd(x[:12], y[:12], kernel, bias, 0.1, 4, 2, weights[:12])
+        np.testing.assert_allclose(model.get_weights()[0], want_kernel, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(history.history["loss"], want_losses, rtol=1e-5)
+        error = x[12:] @ model.get_weights()[0] + model.get_weights()[1] - y[12:]
+        self.assertAlmostEqual(history.history["val_loss"][-1], float((error ** 2).mean()), places=5)
+        with self.assertRaisesRegex(ValueError, "cannot use `class_weight` and `sample_weight` at the same time"):
+            model.fit(x, y, sample_weight=weights, class_weight={0: 1.0}, verbose=0)
+        with self.assertRaisesRegex(TypeError, "class_weight maps class indices"):
+            model.fit(x, y, class_weight={"1": 2.0}, verbose=0)
+
+    def test_class_weights_of_one_hot_labels_in_a_dataset_are_their_argmax_classes(self):
+        classes = np.array([0, 1, 2, 2, 1, 0, 0, 2, 1, 1, 2, 0])
+        one_hot, weights = np.eye(3, dtype=np.float32)[classes], np.array([0.5, 1.0, 2.0], np.float32)[classes]
+        inputs = keras.Input(shape=(3,))
+        by_class = keras.Model(inputs, keras.layers.Dense(3)(inputs))
+        inputs = keras.Input(shape=(3,))
+        by_sample = keras.Model(inputs, keras.layers.Dense(3)(inputs))
+        by_sample.set_weights(by_class.get_weights())
+        histories = []
+        for model, data in ((by_class, (self.x, one_hot)), (by_sample, (self.x, one_hot, weights))):
+            model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1),
+                          loss=keras.losses.CategoricalCrossentropy(from_logits=True))
+            dataset = chorus_data.Dataset.from_tensor_slices(data).batch(4)
+            class_weight = {0: 0.5, 2: 2.0} if model is by_class else None
+            histories.append(model.fit(dataset, class_weight=class_weight, epochs=2, verbose=0).history["loss"])
+        self.assertEqual(histories[0], histories[1])
+        for got, want in zip(by_class.get_weights(), by_sample.get_weights()):
+            np.testing.assert_array_equal(got, want)
+        weighted = chorus_data.Dataset.from_tensor_slices((self.x, one_hot, weights)).batch(4)
+        with self.assertRaisesRegex(ValueError, "cannot use `class_weight` and `sample_weight` at the same time"):
+            by_class.fit(weighted, class_weight={0: 2.0}, verbose=0)
 
     def test_evaluate_and_predict_agree_with_numpy(self):
         inputs = keras.Input(shape=(3,))

@@ -54,9 +54,9 @@ bool same_element_bits(const std::vector<T>& got, const std::vector<T>& expected
 }
 
 template <class T>
-std::vector<T> rank_values(int r, int64_t n, int64_t first = 0) {
+std::vector<T> rank_values(int r, int64_t n) {
   std::vector<T> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = typed_value<T>(r, first + i);
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = typed_value<T>(r, i);
   return v;
 }
 
@@ -67,39 +67,46 @@ void expect_typed(int rank, int size, int64_t n, Communicator& c) {
   const std::vector<ReduceOp> ops = ElementTypeOf<T>::value == ElementType::kBytes
                                         ? std::vector<ReduceOp>{ReduceOp::kMax, ReduceOp::kMin}
                                         : std::vector<ReduceOp>{ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin};
-  for (ReduceOp op : ops) {
-    std::vector<T> mine = rank_values<T>(rank, n), expected = rank_values<T>(0, n);
+  // Every rank's n * size values, made once (the sanitizer tree's -O0 spent most of this
+  // test making them): reduce_scatter's inputs, whose first n are the other collectives'.
+  std::vector<std::vector<T>> wide;
+  for (int r = 0; r < size; ++r) wide.push_back(rank_values<T>(r, n * size));
+  const auto first_n = [&](int r) {
+    return std::vector<T>(wide[static_cast<size_t>(r)].begin(), wide[static_cast<size_t>(r)].begin() + n);
+  };
+  // The reference reduction of every rank's elements [offset, offset + n).
+  const auto reduced = [&](ReduceOp op, int64_t offset) {
+    std::vector<T> out(wide[0].begin() + offset, wide[0].begin() + offset + n);
     for (int r = 1; r < size; ++r) {
-      const std::vector<T> theirs = rank_values<T>(r, n);
-      for (size_t i = 0; i < expected.size(); ++i) expected[i] = reference_combine(op, expected[i], theirs[i]);
+      const std::vector<T>& theirs = wide[static_cast<size_t>(r)];
+      for (size_t i = 0; i < out.size(); ++i) {
+        out[i] = reference_combine(op, out[i], theirs[static_cast<size_t>(offset) + i]);
+      }
     }
+    return out;
+  };
+  for (ReduceOp op : ops) {
+    std::vector<T> mine = first_n(rank);
     c.all_reduce(std::span(mine), op);
-    EXPECT_TRUE(same_element_bits(mine, expected)) << "all_reduce op " << static_cast<int>(op);
+    EXPECT_TRUE(same_element_bits(mine, reduced(op, 0))) << "all_reduce op " << static_cast<int>(op);
   }
   const int root = size - 1;
-  std::vector<T> value = rank_values<T>(rank, n);
+  std::vector<T> value = first_n(rank);
   c.broadcast(std::span(value), root);
-  EXPECT_TRUE(same_element_bits(value, rank_values<T>(root, n))) << "broadcast";
+  EXPECT_TRUE(same_element_bits(value, first_n(root))) << "broadcast";
   std::vector<T> gathered(static_cast<size_t>(n * size)), expected_gather;
   for (int r = 0; r < size; ++r) {
-    const std::vector<T> block = rank_values<T>(r, n);
+    const std::vector<T> block = first_n(r);
     expected_gather.insert(expected_gather.end(), block.begin(), block.end());
   }
-  std::vector<T> input = rank_values<T>(rank, n);
+  std::vector<T> input = first_n(rank);
   c.all_gather(std::span(input), std::span(gathered));
   EXPECT_TRUE(same_element_bits(gathered, expected_gather)) << "all_gather";
   // reduce_scatter: rank r keeps block r of the reduction of every rank's n * size inputs.
   const ReduceOp op = ops.front();
-  std::vector<T> scatter_in = rank_values<T>(rank, n * size), block(static_cast<size_t>(n));
-  std::vector<T> expected_block = rank_values<T>(0, n, rank * n);
-  for (int r = 1; r < size; ++r) {
-    const std::vector<T> theirs = rank_values<T>(r, n, rank * n);
-    for (size_t i = 0; i < expected_block.size(); ++i) {
-      expected_block[i] = reference_combine(op, expected_block[i], theirs[i]);
-    }
-  }
+  std::vector<T> scatter_in = wide[static_cast<size_t>(rank)], block(static_cast<size_t>(n));
   c.reduce_scatter(std::span(scatter_in), std::span(block), op);
-  EXPECT_TRUE(same_element_bits(block, expected_block)) << "reduce_scatter";
+  EXPECT_TRUE(same_element_bits(block, reduced(op, rank * n))) << "reduce_scatter";
 }
 
 // Every type in buffers of `bytes` bytes, then the variable-size gather of bytes and the

@@ -89,6 +89,25 @@ TEST_F(FunctionalTest, WrongInputShapeNamesModelAndShapes) {
                   "found shape=(64, 785) float32")));
 }
 
+// Keras's Functional converts each input to its Input's dtype: raw uint8 pixels into a
+// float32 model (the R MNIST tutorial's integer arrays), but never strings.
+TEST_F(FunctionalTest, InputsAreConvertedToTheirInputsDType) {
+  auto model = testing::small_mlp(4, 8, 3);
+  const std::vector<uint8_t> pixels = {0, 7, 128, 255, 3, 200, 1, 90};
+  const std::vector<float> as_floats(pixels.begin(), pixels.end());
+  Tensor got = (*model)(from_values<uint8_t>(pixels, Shape{2, 4}));
+  EXPECT_EQ(got.dtype(), kFloat32);
+  EXPECT_TRUE(testing::tensors_near(got, (*model)(from_values<float>(as_floats, Shape{2, 4})), 0, 0));
+  // The model converts, not its first layer: a Reshape passes its input's dtype on.
+  Tensor input = layers::Input({4});
+  Model reshape(input, layers::Reshape({2, 2})(input));
+  Tensor reshaped = reshape(from_values<uint8_t>(pixels, Shape{2, 4}));
+  EXPECT_EQ(reshaped.dtype(), kFloat32);
+  EXPECT_TRUE(testing::tensors_near(reshaped, from_values<float>(as_floats, Shape{2, 2, 2}), 0, 0));
+  EXPECT_THAT([&] { (*model)(Tensor::from_strings(Shape{1, 4}, {"a", "b", "c", "d"})); },
+              ThrowsMessage<ValueError>(HasSubstr("expected shape=(None, 4) float32, found shape=(1, 4) string")));
+}
+
 TEST_F(FunctionalTest, OutputsMustComeFromLayersOnTheInputs) {
   Tensor a = layers::Input({3});
   Tensor other = layers::Input({3});
