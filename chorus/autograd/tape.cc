@@ -65,7 +65,19 @@ GradientTape::GradientTape(bool persistent)
   t_current_tape = this;
 }
 
-GradientTape::~GradientTape() { t_current_tape = previous_; }
+GradientTape::~GradientTape() {
+  if (recording_) t_current_tape = previous_;
+}
+
+void GradientTape::stop_recording() {
+  if (!recording_) return;
+  if (t_current_tape != this) {
+    throw_error<ValueError>("GradientTape::stop_recording: the tape is not this thread's innermost recording tape "
+                            "(stop the tapes made after it first, on the thread that made them)");
+  }
+  t_current_tape = previous_;
+  recording_ = false;
+}
 
 void GradientTape::watch(const Tensor& tensor) {
   if (!is_floating(tensor.dtype())) {

@@ -110,6 +110,13 @@ class GradientTape {
 
   // Tracks `tensor` (e.g. an input) as a source of gradients from now on.
   void watch(const Tensor& tensor);
+  // Ends recording but keeps the records, as a Python `with tf.GradientTape()` block ends
+  // before tape.gradient() is called: the thread's previous tape records again. Call on the
+  // thread that made the tape, while it is that thread's innermost tape (ValueError
+  // otherwise); a second call does nothing. Destroying a stopped tape leaves the thread's
+  // current tape alone, so it may happen on any thread.
+  void stop_recording();
+  bool recording() const { return recording_; }
 
   // d target / d source for each source, summed over every path. An undefined tensor
   // where a source is not connected to target (Keras's None). `output_gradient`
@@ -162,6 +169,7 @@ class GradientTape {
 
   uint64_t id_;
   bool persistent_;
+  bool recording_ = true;
   bool used_ = false;
   int32_t num_slots_ = 0;
   std::vector<Record> records_;

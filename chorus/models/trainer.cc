@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "chorus/cluster/worker_group.h"
@@ -187,9 +189,9 @@ Logs Trainer::run_epoch(FitProgress& progress, const WorkerInput& input, const s
   progress.step = mid_epoch ? resumed->step : 0;
   progress.callbacks->each([&](Callback& c) { c.on_epoch_begin(epoch, Logs{}); });
   if (!mid_epoch && (!iterator || options.steps_per_epoch <= 0)) iterator.emplace(input.pass(epoch));
-  run_epoch_steps(progress, steps, batch_logs);
+  const Logs last = run_epoch_steps(progress, steps, batch_logs);
   step_functions().merge_worker_metrics();
-  Logs logs = model_.get_metrics_result();
+  Logs logs = metrics_result_or(last);
   if (!batch_logs && logs.contains("loss") && !std::isfinite(logs.at("loss"))) {
     throw_error<Error>("{}: the loss became {} during epoch {}; add callbacks::TerminateOnNaN to stop at the batch",
                        model_.name(), logs.at("loss"), epoch + 1);
@@ -203,9 +205,19 @@ Logs Trainer::run_epoch(FitProgress& progress, const WorkerInput& input, const s
   return logs;
 }
 
-void Trainer::run_epoch_steps(FitProgress& progress, int64_t steps, bool batch_logs) {
+Logs Trainer::metrics_result_or(const Logs& last_step_logs) const {
+  Logs metric_logs = model_.get_metrics_result();
+  if (last_step_logs.empty()) return metric_logs;
+  std::set<std::string> step_names, metric_names;
+  for (const auto& entry : last_step_logs) step_names.insert(entry.first);
+  for (const auto& entry : metric_logs) metric_names.insert(entry.first);
+  return step_names == metric_names ? metric_logs : last_step_logs;
+}
+
+Logs Trainer::run_epoch_steps(FitProgress& progress, int64_t steps, bool batch_logs) {
   std::optional<WorkerInput::Pass>& iterator = *progress.iterator;
   CallbackList& callbacks = *progress.callbacks;
+  Logs last;
   while (steps < 0 || progress.step < steps) {
     std::optional<WorkerInput::Step> batch = iterator->next();
     if (!batch) {
@@ -218,12 +230,14 @@ void Trainer::run_epoch_steps(FitProgress& progress, int64_t steps, bool batch_l
     ++progress.step;
     ++progress.total_steps;
     callbacks.each([&](Callback& c) { c.on_train_batch_end(step, step_logs); });
+    last = step_logs;
     if (model_.stop_training) break;
     if (step_logs.contains("loss") && !std::isfinite(step_logs.at("loss"))) {
       throw_error<Error>("{}: the loss became {} at epoch {}, batch {}; add callbacks::TerminateOnNaN to stop instead",
                          model_.name(), step_logs.at("loss"), progress.epoch + 1, step);
     }
   }
+  return last;
 }
 
 Logs Trainer::run_evaluation(const data::Dataset& data, int64_t steps, CallbackList& callbacks) {
@@ -242,7 +256,7 @@ Logs Trainer::run_evaluation(const data::Dataset& data, int64_t steps, CallbackL
     callbacks.each([&](Callback& c) { c.on_test_batch_end(step, logs); });
   }
   distributed.merge_worker_metrics();
-  logs = model_.get_metrics_result();
+  logs = metrics_result_or(logs);
   callbacks.each([&](Callback& c) { c.on_test_end(logs); });
   return logs;
 }

@@ -66,7 +66,11 @@ class Trainer final : public FitControl {
   Logs run_epoch(FitProgress& progress, const WorkerInput& input, const std::optional<FitState>& resumed,
                  const FitOptions& options, int64_t steps, bool batch_logs);
   // One epoch's training steps, from progress.step (fit's inner loop).
-  void run_epoch_steps(FitProgress& progress, int64_t steps, bool batch_logs);
+  // Returns the last step's logs (empty when none ran).
+  Logs run_epoch_steps(FitProgress& progress, int64_t steps, bool batch_logs);
+  // Keras's _get_metrics_result_or_logs: the metrics' results, unless the last step
+  // returned logs of other names (a custom train_step's or test_step's), which stand.
+  Logs metrics_result_or(const Logs& last_step_logs) const;
   Logs run_evaluation(const data::Dataset& data, int64_t steps, CallbackList& callbacks);
   // Continues from resume_ (if set) after on_train_begin: sets the progress, the
   // iterator and everything fit_state() saved but the metrics (restored at the epoch's

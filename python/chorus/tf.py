@@ -164,6 +164,9 @@ def set_logical_device_configuration(device, logical_devices):
     _chorus.set_cpu_devices(len(logical_devices))
 
 
+# `with tf.GradientTape() as tape:` in a custom train_step; tape.gradient() after the block.
+GradientTape = _chorus.GradientTape
+
 distribute = _Shim("tf.distribute", "tf.distribute on chorus's data parallelism", MirroredStrategy=MirroredStrategy,
                    MultiWorkerMirroredStrategy=MultiWorkerMirroredStrategy)
 config = _Shim("tf.config", "tf.config's device listing on chorus's devices",

@@ -25,6 +25,7 @@ void bind_text(py::module_& m);       // text_bindings.cc: string ops
 void bind_distribution(py::module_& m);  // distribution_bindings.cc: devices, meshes, DataParallel
 void bind_recsys(py::module_& m);     // recsys_bindings.cc: BruteForceRetrieval
 void bind_hub(py::module_& m);        // hub_bindings.cc: BertMaskedLM
+void bind_tape(py::module_& m);       // tape_bindings.cc: GradientTape
 
 // Ops and losses on fewer elements than this run holding the GIL. Releasing it and taking
 // it back costs a thread handoff whenever another thread waits for it, as data-parallel

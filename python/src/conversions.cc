@@ -198,4 +198,22 @@ py::object from_json(const nlohmann::json& value) {
   }
 }
 
+py::dict logs_dict(const models::Logs& logs) {
+  py::dict out;
+  for (const auto& [name, value] : logs) out[py::str(name)] = value;
+  return out;
+}
+
+models::Logs logs_of(const py::handle& dict, const char* who) {
+  if (!py::isinstance<py::dict>(dict)) {
+    throw py::type_error(std::string(who) + ": expected a dict of metric names to values, got " +
+                         py::str(py::type::of(dict)).cast<std::string>());
+  }
+  models::Logs logs;
+  for (const auto& [name, value] : dict.cast<py::dict>()) {
+    logs.set(py::str(name).cast<std::string>(), to_tensor(value).item<double>());
+  }
+  return logs;
+}
+
 }  // namespace chorus::python

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chorus/core/tree.h"
+#include "chorus/models/logs.h"
 
 namespace chorus::python {
 
@@ -31,6 +32,11 @@ Tree to_tree(const py::handle& value);
 // The Python structure of `tree`: dicts, lists (tuples where `tuples`), and leaves as
 // chorus Tensors, or as NumPy arrays when `numpy`. A one-element list stays a list.
 py::object from_tree(const Tree& tree, bool numpy, bool tuples = false);
+
+// Keras's logs (a train_step's result, a callback's `logs`) as a dict of floats, and back
+// from a dict of numbers, tensors or 0-d arrays (a custom train_step's return value).
+py::dict logs_dict(const models::Logs& logs);
+models::Logs logs_of(const py::handle& dict, const char* who);
 
 // JSON from Python literals (None, bool, int, float, str, list, tuple, dict with str
 // keys), and objects with a to_config() (optimizers, losses, schedules): the config of a

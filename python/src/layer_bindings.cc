@@ -99,6 +99,11 @@ void bind_layer_class(py::module_& m) {
       .def_property_readonly("trainable_weights", [](const Layer& l) { return weight_list(l.trainable_weights()); })
       .def_property_readonly("non_trainable_weights",
                              [](const Layer& l) { return weight_list(l.non_trainable_weights()); })
+      // Keras 3's other names for the same lists.
+      .def_property_readonly("variables", [](const Layer& l) { return weight_list(l.weights()); })
+      .def_property_readonly("trainable_variables", [](const Layer& l) { return weight_list(l.trainable_weights()); })
+      .def_property_readonly("non_trainable_variables",
+                             [](const Layer& l) { return weight_list(l.non_trainable_weights()); })
       .def_property_readonly("layers", [](const Layer& l) {
         py::list out;
         for (Layer* sublayer : l.layers()) out.append(py::cast(sublayer, py::return_value_policy::reference));

@@ -283,6 +283,32 @@ void bind_model_class(py::module_& m) {
         return model.Model::compute_loss(tx, ty, tp, weight);  // Keras's default, not an override
       }, "x"_a = py::none(), "y"_a = py::none(), "y_pred"_a = py::none(), "sample_weight"_a = py::none(),
          "training"_a = true)
+      // Keras's own steps, which an override may call as super().train_step(data).
+      .def("train_step", [](Model& model, const py::object& data) {
+        Tree batch = to_tree(data);
+        models::Logs logs;
+        {
+          py::gil_scoped_release release;
+          logs = model.Model::train_step(batch);
+        }
+        return logs_dict(logs);
+      }, "data"_a)
+      .def("test_step", [](Model& model, const py::object& data) {
+        Tree batch = to_tree(data);
+        models::Logs logs;
+        {
+          py::gil_scoped_release release;
+          logs = model.Model::test_step(batch);
+        }
+        return logs_dict(logs);
+      }, "data"_a)
+      // The loss tracker ("loss") and the compiled metrics; inside a replica's step, that
+      // replica's copies, as a custom train_step updates them.
+      .def_property_readonly("metrics", [](const Model& model) {
+        py::list out;
+        for (metrics::Metric* metric : model.metrics()) out.append(py::cast(metric, py::return_value_policy::reference));
+        return out;
+      })
       .def_property("stop_training", [](const Model& model) { return model.stop_training; },
                     [](Model& model, bool stop) { model.stop_training = stop; })
       .def_property("jit_compile", &Model::jit_compile, &Model::set_jit_compile)

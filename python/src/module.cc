@@ -35,6 +35,7 @@ PYBIND11_MODULE(_chorus, m) {
   chorus::python::bind_errors(m);
   chorus::python::bind_tensors(m);
   chorus::python::bind_layers(m);
+  chorus::python::bind_tape(m);
   chorus::python::bind_training(m);
   chorus::python::bind_data(m);
   chorus::python::bind_text(m);

@@ -1,6 +1,7 @@
 // PyModel<Base>: the C++ side of a model subclassed in Python (Base: Model or
 // Sequential). Besides PyLayer's call() and build(), a compute_loss() defined in Python
-// computes the loss of every train and test step, with Keras's `training` flag.
+// computes the loss of every train and test step, with Keras's `training` flag, and a
+// train_step() or test_step() defined in Python replaces the whole step.
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,15 @@ template <class Base>
 class PyModel : public PyLayer<Base> {
  public:
   using PyLayer<Base>::PyLayer;
+
+  models::Logs train_step(const Tree& batch) override {
+    if (!this->defines("train_step", train_step_defined_)) return Base::train_step(batch);
+    return python_step("train_step", batch);
+  }
+  models::Logs test_step(const Tree& batch) override {
+    if (!this->defines("test_step", test_step_defined_)) return Base::test_step(batch);
+    return python_step("test_step", batch);
+  }
 
   Tensor compute_loss(const Tree& x, const Tree& y, const Tree& y_pred, const Tensor& sample_weight) override {
     if (!this->defines("compute_loss", compute_loss_defined_)) return Base::compute_loss(x, y, y_pred, sample_weight);
@@ -34,8 +44,15 @@ class PyModel : public PyLayer<Base> {
   }
 
  private:
+  // Keras passes the batch as a tuple: (x, y) or (x, y, sample_weight).
+  models::Logs python_step(const char* method, const Tree& batch) {
+    py::gil_scoped_acquire gil;
+    py::object self = py::cast(static_cast<Base*>(this));
+    return logs_of(self.attr(method)(from_tree(batch, /*numpy=*/false, /*tuples=*/true)), method);
+  }
+
   std::atomic<bool> training_{true};
-  mutable std::atomic<int> compute_loss_defined_{0};
+  mutable std::atomic<int> compute_loss_defined_{0}, train_step_defined_{0}, test_step_defined_{0};
 };
 
 }  // namespace chorus::python

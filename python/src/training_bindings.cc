@@ -7,10 +7,13 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "chorus/callbacks/callbacks.h"
 #include "chorus/core/creation.h"
 #include "chorus/losses/loss.h"
+#include "chorus/metrics/mean.h"
 #include "chorus/metrics/metric.h"
 #include "chorus/models/model.h"
 #include "chorus/optimizers/optimizer.h"
@@ -24,12 +27,6 @@ namespace {
 using namespace pybind11::literals;
 using models::Callback;
 using models::Logs;
-
-py::dict logs_dict(const Logs& logs) {
-  py::dict out;
-  for (const auto& [name, value] : logs) out[py::str(name)] = value;
-  return out;
-}
 
 // Keras's save_freq: "epoch" or a number of batches.
 std::optional<int64_t> save_freq_of(const py::object& save_freq) {
@@ -174,6 +171,20 @@ void bind_compile_objects(py::module_& m) {
       // A tensor, as Keras's variable: optimizer.learning_rate.numpy() works.
       .def_property("learning_rate", [](const optimizers::Optimizer& o) { return scalar(o.learning_rate(), kFloat32); },
                     &optimizers::Optimizer::set_learning_rate)
+      // Keras's apply_gradients(zip(grads, vars)); a None gradient leaves its variable be.
+      // Inside a replica's step it reduces across the replicas first, so it waits for them
+      // without the GIL.
+      .def("apply_gradients", [](optimizers::Optimizer& o, const py::iterable& grads_and_vars) {
+        std::vector<Tensor> grads;
+        std::vector<autograd::Variable> variables;
+        for (const py::handle pair : grads_and_vars) {
+          const auto [grad, variable] = pair.cast<std::pair<py::object, autograd::Variable>>();
+          grads.push_back(grad.is_none() ? Tensor() : to_tensor(grad));
+          variables.push_back(variable);
+        }
+        py::gil_scoped_release release;
+        o.apply_gradients(grads, variables);
+      }, "grads_and_vars"_a)
       .def("get_config", [](const optimizers::Optimizer& o) { return from_json(o.get_config()); })
       .def("to_config", [](const optimizers::Optimizer& o) { return from_json(o.to_config()); });
   m.def("optimizer_from_config", [](const std::string& class_name, const py::dict& config) {
@@ -194,13 +205,27 @@ void bind_compile_objects(py::module_& m) {
   });
   py::class_<metrics::Metric, std::shared_ptr<metrics::Metric>>(m, "Metric")
       .def_property_readonly("name", &metrics::Metric::name)
-      .def("update_state", [](metrics::Metric& metric, const py::object& y_true, const py::object& y_pred,
+      // Keras's two forms: a Mean (the loss tracker) takes update_state(values[,
+      // sample_weight]), the others update_state(y_true, y_pred[, sample_weight]).
+      .def("update_state", [](metrics::Metric& metric, const py::object& first, const py::object& second,
                               const py::object& sample_weight) {
-        Tensor t = to_tensor(y_true), p = to_tensor(y_pred);
+        if (auto* mean = dynamic_cast<metrics::Mean*>(&metric)) {
+          if (!second.is_none() && !sample_weight.is_none()) {
+            throw py::type_error(metric.name() + ": a Mean's update_state takes (values, sample_weight=None)");
+          }
+          Tensor values = to_tensor(first);
+          const py::object& weight = second.is_none() ? sample_weight : second;
+          Tensor w = weight.is_none() ? Tensor() : to_tensor(weight);
+          py::gil_scoped_release release;
+          mean->update_state(values, w);
+          return;
+        }
+        if (second.is_none()) throw py::type_error(metric.name() + ".update_state: expected (y_true, y_pred)");
+        Tensor t = to_tensor(first), p = to_tensor(second);
         Tensor w = sample_weight.is_none() ? Tensor() : to_tensor(sample_weight);
         py::gil_scoped_release release;
         metric.update_state(t, p, w);
-      }, "y_true"_a, "y_pred"_a, "sample_weight"_a = py::none())
+      }, "y_true"_a, "y_pred"_a = py::none(), "sample_weight"_a = py::none())
       .def("result", &metrics::Metric::result)
       .def("reset_state", &metrics::Metric::reset_state)
       .def("get_config", [](const metrics::Metric& x) { return from_json(x.get_config()); })

@@ -1,5 +1,6 @@
 #include "chorus/autograd/tape.h"
 
+#include <memory>
 #include <thread>
 
 #include "chorus/autograd/variable.h"
@@ -65,6 +66,25 @@ TEST(GradientTapeTest, NoGradGuardStopsRecording) {
   EXPECT_EQ(tape.num_records(), 0u);
   auto grads = tape.gradient(ops::sum(y), {w});
   EXPECT_FALSE(grads[0].defined());
+}
+
+// Python's `with tf.GradientTape() as tape:` ends before tape.gradient(): the stopped tape
+// keeps what it recorded, records nothing after, and hands recording back to the outer tape.
+TEST(GradientTapeTest, AStoppedTapeKeepsItsRecordsAndTheOuterTapeRecordsAgain) {
+  Variable w("w", from_values({1.f, 2.f}));
+  GradientTape outer(/*persistent=*/true);
+  auto inner = std::make_unique<GradientTape>();
+  Tensor loss = ops::sum(w * w);  // d/dw = 2w
+  EXPECT_THROW(outer.stop_recording(), ValueError);  // not the innermost
+  inner->stop_recording();
+  inner->stop_recording();  // idempotent
+  EXPECT_FALSE(inner->recording());
+  Tensor later = ops::sum(w * 3.f);  // recorded by the outer tape only
+  EXPECT_EQ(inner->num_records(), 2u);
+  EXPECT_TRUE(tensors_near(inner->gradient(loss, {w})[0], from_values({2.f, 4.f})));
+  std::thread([&] { inner.reset(); }).join();  // destroyed elsewhere: this thread's tape stays
+  EXPECT_EQ(autograd::current_tape(), &outer);
+  EXPECT_TRUE(tensors_near(outer.gradient(later, {w})[0], from_values({3.f, 3.f})));
 }
 
 TEST(GradientTapeTest, NonPersistentTapeAnswersOnce) {
