@@ -5,6 +5,9 @@ line per case with the ratio (Python's time / C++'s).
     printed) against `chorus train movielens-retrieval --devices 0` (its C++ port, same
     devices): whole processes, and the phases (data: everything before fit; fit, with
     validation; the rest).
+  mnist_fit: the MNIST tutorial's fit (examples/python/mnist_mlp.py's model and datasets,
+    2 epochs with validation, every local device) against `chorus train mnist-mlp`'s fit
+    (its C++ port's): what calling fit from Python costs where a step is ~1 ms.
   python_overrides: a model whose call and compute_loss are Python methods against the
     same model as a functional one, both fit from Python: what Python overrides cost a
     step (the MNIST tutorial's MLP at batch 64, where a step is a fraction of a millisecond).
@@ -82,6 +85,43 @@ def retrieval_tutorial(args, env):
     }
 
 
+MNIST_EXAMPLE = os.path.join(HERE, "..", "examples", "python", "mnist_mlp.py")
+MNIST_FIT = """
+import time
+source = open({example!r}).read()
+scope = {{"__name__": "bench"}}
+exec(source.split("# Create a MirroredStrategy.", 1)[0], scope)  # the imports and functions
+tf, keras = scope["tf"], scope["keras"]
+keras.utils.set_random_seed(42)
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = scope["get_compiled_model"]()
+    train_dataset, val_dataset, _ = scope["get_dataset"]()
+    start = time.perf_counter()
+    model.fit(train_dataset, epochs=2, validation_data=val_dataset, verbose=0)
+    print("FIT", time.perf_counter() - start)
+"""
+
+
+def mnist_fit(args, env):
+    py, cpp = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        timings = os.path.join(tmp, "timings.json")
+        for _ in range(args.repeats):  # alternated, so both see the same machine
+            run = subprocess.run([sys.executable, "-c", MNIST_FIT.format(example=MNIST_EXAMPLE)], env=env,
+                                 capture_output=True, text=True)
+            if run.returncode != 0:
+                sys.exit(f"python_bench: the MNIST fit failed:\n{run.stderr[-2000:]}")
+            py.append(float(run.stdout.split("FIT", 1)[1].split()[0]))
+            subprocess.run([args.cli, "train", "mnist-mlp", "--data", os.path.join(args.data, "mnist"), "--epochs", "2",
+                            "--devices", "0", "--verbose", "0", "--seed", "42", "--timings", timings], env=env,
+                           check=True, stdout=subprocess.DEVNULL)
+            with open(timings) as f:
+                cpp.append(json.load(f)["fit_s"])
+    median = statistics.median
+    return {"python_fit_s": median(py), "cpp_fit_s": median(cpp), "ratio": median(py) / median(cpp)}
+
+
 def mlp_models():
     """The MNIST tutorial's MLP twice: call and compute_loss in Python, and functional."""
     from chorus import keras
@@ -151,7 +191,8 @@ def replicas(args):
     return out
 
 
-CASES = {"retrieval_tutorial": retrieval_tutorial, "python_overrides": python_overrides, "replicas": replicas}
+CASES = {"retrieval_tutorial": retrieval_tutorial, "mnist_fit": mnist_fit, "python_overrides": python_overrides,
+         "replicas": replicas}
 
 
 def main():
@@ -164,7 +205,7 @@ def main():
     args = parser.parse_args()
     env = dict(os.environ, CHORUS_SHARED_DATA=args.data)
     for case in args.case or list(CASES):
-        result = retrieval_tutorial(args, env) if case == "retrieval_tutorial" else CASES[case](args)
+        result = CASES[case](args, env) if case in ("retrieval_tutorial", "mnist_fit") else CASES[case](args)
         print(json.dumps({"bench": "python", "case": case, "cpu": cpu_name(), **result}), flush=True)
 
 

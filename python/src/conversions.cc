@@ -204,15 +204,21 @@ py::dict logs_dict(const models::Logs& logs) {
   return out;
 }
 
+// A nested dict (Keras 3's "compile_metrics" result) adds its entries, as Keras flattens it.
+static void add_logs(const py::dict& entries, models::Logs& logs) {
+  for (const auto& [name, value] : entries) {
+    if (py::isinstance<py::dict>(value)) add_logs(value.cast<py::dict>(), logs);
+    else logs.set(py::str(name).cast<std::string>(), to_tensor(value).item<double>());
+  }
+}
+
 models::Logs logs_of(const py::handle& dict, const char* who) {
   if (!py::isinstance<py::dict>(dict)) {
     throw py::type_error(std::string(who) + ": expected a dict of metric names to values, got " +
                          py::str(py::type::of(dict)).cast<std::string>());
   }
   models::Logs logs;
-  for (const auto& [name, value] : dict.cast<py::dict>()) {
-    logs.set(py::str(name).cast<std::string>(), to_tensor(value).item<double>());
-  }
+  add_logs(dict.cast<py::dict>(), logs);
   return logs;
 }
 

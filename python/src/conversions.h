@@ -34,7 +34,8 @@ Tree to_tree(const py::handle& value);
 py::object from_tree(const Tree& tree, bool numpy, bool tuples = false);
 
 // Keras's logs (a train_step's result, a callback's `logs`) as a dict of floats, and back
-// from a dict of numbers, tensors or 0-d arrays (a custom train_step's return value).
+// from a dict of numbers, tensors or 0-d arrays (a custom train_step's return value;
+// nested dicts are flattened, as Keras does).
 py::dict logs_dict(const models::Logs& logs);
 models::Logs logs_of(const py::handle& dict, const char* who);
 

@@ -255,6 +255,18 @@ py::object predict(Model& model, const py::object& x, const py::object& batch_si
   return from_tree(out, /*numpy=*/true);
 }
 
+// One of Keras's own steps on a Python batch, without the GIL.
+template <class Step>
+py::dict keras_step(const py::object& data, Step step) {
+  const Tree batch = to_tree(data);
+  models::Logs logs;
+  {
+    py::gil_scoped_release release;
+    logs = step(batch);
+  }
+  return logs_dict(logs);
+}
+
 void bind_model_class(py::module_& m) {
   py::class_<Model, layers::Layer, PyModel<Model>, std::shared_ptr<Model>>(m, "Model", py::dynamic_attr())
       .def(py::init_alias<std::string>(), "name"_a = "")
@@ -285,22 +297,10 @@ void bind_model_class(py::module_& m) {
          "training"_a = true)
       // Keras's own steps, which an override may call as super().train_step(data).
       .def("train_step", [](Model& model, const py::object& data) {
-        Tree batch = to_tree(data);
-        models::Logs logs;
-        {
-          py::gil_scoped_release release;
-          logs = model.Model::train_step(batch);
-        }
-        return logs_dict(logs);
+        return keras_step(data, [&](const Tree& batch) { return model.Model::train_step(batch); });
       }, "data"_a)
       .def("test_step", [](Model& model, const py::object& data) {
-        Tree batch = to_tree(data);
-        models::Logs logs;
-        {
-          py::gil_scoped_release release;
-          logs = model.Model::test_step(batch);
-        }
-        return logs_dict(logs);
+        return keras_step(data, [&](const Tree& batch) { return model.Model::test_step(batch); });
       }, "data"_a)
       // The loss tracker ("loss") and the compiled metrics; inside a replica's step, that
       // replica's copies, as a custom train_step updates them.

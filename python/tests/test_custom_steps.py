@@ -44,13 +44,17 @@ class CustomStepsModel(keras.Model):
                 metric.update_state(loss)
             else:
                 metric.update_state(y, y_pred)
-        return {**{m.name: m.result() for m in self.metrics}, "custom": 7.0}
+        return {**{m.name: m.result() for m in self.metrics}, "extra": {"custom": 7.0}}  # flattened
 
 
 class KerasSteps(CustomStepsModel):
-    """The same model with Keras's own steps."""
-    train_step = keras.Model.train_step
-    test_step = keras.Model.test_step
+    """The same model with Keras's own steps, reached from overrides as super() reaches them."""
+
+    def train_step(self, data):
+        return keras.Model.train_step(self, data)
+
+    def test_step(self, data):
+        return keras.Model.test_step(self, data)
 
 
 class CustomStepsTest(unittest.TestCase):
