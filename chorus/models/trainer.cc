@@ -230,11 +230,11 @@ Logs Trainer::run_epoch_steps(FitProgress& progress, int64_t steps, bool batch_l
     ++progress.step;
     ++progress.total_steps;
     callbacks.each([&](Callback& c) { c.on_train_batch_end(step, step_logs); });
-    last = step_logs;
+    last = std::move(step_logs);  // moved, not copied: this runs every step
     if (model_.stop_training) break;
-    if (step_logs.contains("loss") && !std::isfinite(step_logs.at("loss"))) {
+    if (last.contains("loss") && !std::isfinite(last.at("loss"))) {
       throw_error<Error>("{}: the loss became {} at epoch {}, batch {}; add callbacks::TerminateOnNaN to stop instead",
-                         model_.name(), step_logs.at("loss"), progress.epoch + 1, step);
+                         model_.name(), last.at("loss"), progress.epoch + 1, step);
     }
   }
   return last;
