@@ -2,7 +2,9 @@
 // sparse CE from logits) trained with DataParallel over 2 logical devices of one core
 // each, against 1 device with one core, measured alternately in the same run.
 //   scaling   fit throughput (examples/s) at batch 512 (the target: >= 1.8x) and
-//             at 64 and 2048; ratio = 2 devices / 1 device.
+//             at 64 and 2048; ratio = 2 devices / 1 device; eagerly and with jit_compile
+//             (each replica's compiled step, the reduction streamed from its nodes),
+//             with jit's gain over eager on each device count.
 // Synthetic inputs (speed does not depend on pixel values). Usage:
 //   data_parallel_bench [--steps N] [--repeats R] [--batch B]...
 // One JSON line per measurement (bench_util.h emit).
@@ -25,7 +27,7 @@ struct Setup {
   ch::Tensor x, y;
 };
 
-Setup make(int devices, int64_t batch, int steps) {
+Setup make(int devices, int64_t batch, int steps, bool jit) {
   ch::distribution::set_distribution(nullptr);
   if (devices > 1) {
     ch::distribution::set_distribution(ch::distribution::DataParallel(
@@ -33,12 +35,13 @@ Setup make(int devices, int64_t batch, int steps) {
   }
   Setup s{ch::recipes::get_compiled_model(), {}, {}};
   ch::distribution::set_distribution(nullptr);
+  s.model->set_jit_compile(jit);
   ch::Generator gen(1);
   s.x = ch::uniform(ch::Shape{batch * steps, 784}, gen, 0, 1);
   s.y = ch::Tensor::empty(ch::Shape{batch * steps}, ch::kInt32);
   for (int64_t i = 0; i < batch * steps; ++i) s.y.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
-  // Warm-up: builds the optimizer slots, the replica threads and the buckets, and
-  // touches every page the timed epochs use.
+  // Warm-up: builds the optimizer slots, the replica threads and the buckets, traces and
+  // tunes the compiled steps, and touches every page the timed epochs use.
   s.model->fit(s.x, s.y, {.batch_size = batch, .verbose = 0, .shuffle = false});
   return s;
 }
@@ -64,24 +67,35 @@ int main(int argc, char** argv) {
   ch::set_cpu_devices(2);      // two logical devices, one core each here
   ch::backend::cpu::set_intra_op_threads(1);  // the single device: one core
   for (int64_t batch : batches) {
-    Setup one = make(1, batch, steps), two = make(2, batch, steps);
-    std::vector<double> t1, t2;
-    for (int r = 0; r < repeats; ++r) {  // alternate, so drift hits both alike
-      t1.push_back(seconds_per_epoch(one, batch));
-      t2.push_back(seconds_per_epoch(two, batch));
+    // [jit][devices - 1]
+    Setup setups[2][2] = {{make(1, batch, steps, false), make(2, batch, steps, false)},
+                          {make(1, batch, steps, true), make(2, batch, steps, true)}};
+    std::vector<double> seconds[2][2];
+    for (int r = 0; r < repeats; ++r) {  // alternate, so drift hits every setting alike
+      for (int jit = 0; jit < 2; ++jit) {
+        for (int d = 0; d < 2; ++d) seconds[jit][d].push_back(seconds_per_epoch(setups[jit][d], batch));
+      }
     }
     const double examples = static_cast<double>(batch * steps);
-    const double one_rate = examples / ch::bench::median(t1), two_rate = examples / ch::bench::median(t2);
-    ch::bench::emit({{"bench", "data_parallel"},
-                     {"measure", "scaling"},
-                     {"model", "mnist_mlp"},
-                     {"batch", batch},
-                     {"steps", steps},
-                     {"repeats", repeats},
-                     {"one_device_examples_per_s", one_rate},
-                     {"two_devices_examples_per_s", two_rate},
-                     {"ratio", two_rate / one_rate},
-                     {"target", batch == 512 ? nlohmann::json(1.8) : nlohmann::json(nullptr)}});
+    double rates[2][2];
+    for (int jit = 0; jit < 2; ++jit) {
+      for (int d = 0; d < 2; ++d) rates[jit][d] = examples / ch::bench::median(seconds[jit][d]);
+    }
+    for (int jit = 0; jit < 2; ++jit) {
+      ch::bench::emit({{"bench", "data_parallel"},
+                       {"measure", "scaling"},
+                       {"model", "mnist_mlp"},
+                       {"jit", jit == 1},
+                       {"batch", batch},
+                       {"steps", steps},
+                       {"repeats", repeats},
+                       {"one_device_examples_per_s", rates[jit][0]},
+                       {"two_devices_examples_per_s", rates[jit][1]},
+                       {"ratio", rates[jit][1] / rates[jit][0]},
+                       {"jit_vs_eager_one_device", rates[1][0] / rates[0][0]},
+                       {"jit_vs_eager_two_devices", rates[1][1] / rates[0][1]},
+                       {"target", batch == 512 ? nlohmann::json(1.8) : nlohmann::json(nullptr)}});
+    }
   }
   return 0;
 }

@@ -20,6 +20,9 @@ class TraceObserver {
   // The host read `tensor`'s values (`how`: "item", "to_vector"): a step whose control flow
   // depends on them cannot be one static graph.
   virtual void read_on_host(const Tensor& tensor, const char* how) = 0;
+  // Code with no compiled form ran (`why`: a collective inside the step whose results come
+  // from other threads): the call cannot be one static graph.
+  virtual void cannot_trace(const char* why) = 0;
 };
 
 namespace detail {
@@ -33,6 +36,7 @@ inline TraceObserver* trace_observer() { return detail::t_trace_observer; }
 // Tell this thread's observer, if any (the calls core makes).
 void note_constant(const Tensor& tensor);
 void note_host_read(const Tensor& tensor, const char* how);
+void note_cannot_trace(const char* why);
 
 class [[nodiscard]] TraceObserverScope {
  public:

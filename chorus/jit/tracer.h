@@ -45,6 +45,7 @@ class Tracer final : public TraceObserver {
   void allocated(const Storage& storage) override;
   void made_constant(const Tensor& tensor) override;
   void read_on_host(const Tensor& tensor, const char* how) override;
+  void cannot_trace(const char* why) override { fail(why); }
 
  private:
   int input_value(const Tensor& tensor, const std::string& op, size_t position);

@@ -1,6 +1,7 @@
 #include "chorus/layers/batch_normalization.h"
 
 #include "chorus/autograd/tape.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/layers/layer_util.h"
 #include "chorus/ops/ops.h"
 #include "chorus/step/replica_context.h"
@@ -36,20 +37,24 @@ void BatchNormalization::build(const Tree& inputs) {
 }
 
 void BatchNormalization::update_moving_statistics(const Tensor& mean, const Tensor& variance) const {
-  autograd::NoGradGuard no_grad;  // the moving statistics are not part of the loss
-  const double m = options_.momentum;
-  const std::vector<int64_t> channels{moving_mean_.shape()[0]};
-  Tensor new_mean = moving_mean_.value() * m + ops::reshape(mean, channels) * (1.0 - m);
-  Tensor new_variance = moving_variance_.value() * m + ops::reshape(variance, channels) * (1.0 - m);
-  // Replicas share the variables: each offers its slice's update and the step applies
-  // their row-weighted mean (TF's MirroredStrategy averages the replicas' updates too).
-  if (auto* replica = step::ReplicaContext::current()) {
-    replica->assign_mean(moving_mean_, new_mean);
-    replica->assign_mean(moving_variance_, new_variance);
-  } else {
-    moving_mean_.assign(new_mean);
-    moving_variance_.assign(new_variance);
-  }
+  // A host node of its own in a compiled step: the new statistics are assigned at every run.
+  const Tensor batch_statistics[] = {mean, variance};
+  jit::launch_host("update_moving_statistics", batch_statistics, {}, [this](auto in, auto) {
+    autograd::NoGradGuard no_grad;  // the moving statistics are not part of the loss
+    const double m = options_.momentum;
+    const std::vector<int64_t> channels{moving_mean_.shape()[0]};
+    Tensor new_mean = moving_mean_.value() * m + ops::reshape(in[0], channels) * (1.0 - m);
+    Tensor new_variance = moving_variance_.value() * m + ops::reshape(in[1], channels) * (1.0 - m);
+    // Replicas share the variables: each offers its slice's update and the step applies
+    // their row-weighted mean (TF's MirroredStrategy averages the replicas' updates too).
+    if (auto* replica = step::ReplicaContext::current()) {
+      replica->assign_mean(moving_mean_, new_mean);
+      replica->assign_mean(moving_variance_, new_variance);
+    } else {
+      moving_mean_.assign(new_mean);
+      moving_variance_.assign(new_variance);
+    }
+  });
 }
 
 Tree BatchNormalization::call(const Tree& inputs, bool training) {

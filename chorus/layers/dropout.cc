@@ -81,9 +81,15 @@ Tensor Dropout::draw_mask(const Shape& shape, DType dtype) {
   // replica numbers its calls from the layer's count at the step's start, so call i of
   // the step draws sub-stream base + i on every replica, as one device would, and takes
   // the rows of its slice of that global mask: the masks do not depend on how the batch
-  // is split, nor on whether it is split at all.
+  // is split, nor on whether it is split at all. A node of its own in a compiled step,
+  // which draws the next call's mask at every run.
   Tensor mask = Tensor::empty(shape, dtype);
-  if (auto* replica = step::ReplicaContext::current()) {
+  jit::launch_host("dropout_mask", {}, std::span(&mask, 1), [this](auto, auto out) {
+    auto* replica = step::ReplicaContext::current();
+    if (replica == nullptr) {
+      fill_mask(out[0], generator_.fork(calls_.fetch_add(1)).key(), rate_, 0);
+      return;
+    }
     const uint64_t index = replica->call_in_step(this);
     uint64_t call;
     {
@@ -92,16 +98,12 @@ Tensor Dropout::draw_mask(const Shape& shape, DType dtype) {
       call = step_base_->second + index;
       if (calls_.load() < call + 1) calls_.store(call + 1);
     }
+    const Shape& shape = out[0].shape();
     int64_t first = 0;
     if (shape.rank() > 0 && shape[0] == replica->local_rows() && shape[0] > 0) {
       first = replica->row_offset() * (shape.numel() / shape[0]);
     }
-    fill_mask(mask, generator_.fork(call).key(), rate_, first);
-    return mask;
-  }
-  // A node of its own in a compiled step, which draws the next call's mask at every run.
-  jit::launch_host("dropout_mask", {}, std::span(&mask, 1), [this](auto, auto out) {
-    fill_mask(out[0], generator_.fork(calls_.fetch_add(1)).key(), rate_, 0);
+    fill_mask(out[0], generator_.fork(call).key(), rate_, first);
   });
   return mask;
 }

@@ -57,14 +57,14 @@ void Model::compile(CompileOptions options) {
   optimizer_->set_gradient_aggregator(distribution_ ? std::make_shared<const step::GradientAggregator>() : nullptr);
   if (StepFunctions* steps = step_functions()) steps->release_placement();
   set_step_functions(nullptr);
-  jit_.reset();
+  jit_.clear();
   jit_owner_ = nullptr;
   reset_metrics();
 }
 
 void Model::set_jit_compile(bool jit_compile) {
   compile_options_.jit_compile = jit_compile;
-  jit_.reset();
+  jit_.clear();
   jit_owner_ = nullptr;
 }
 

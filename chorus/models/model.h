@@ -49,8 +49,10 @@ struct CompileOptions {
   // memory-planned graph per batch shape (jit::Function); the optimizer's update, the
   // metrics and Dropout's masks are nodes whose host code runs at every step. A step that
   // cannot be one static graph (an op with no compiled form, such as top_k's gradient)
-  // runs eagerly with a warning; so do distributed steps and overridden
-  // train_step/test_step, for now. Model::set_jit_compile changes it after compile().
+  // runs eagerly with a warning; so do steps under ModelParallel and overridden
+  // train_step/test_step, for now. Data-parallel replicas each run their own compiled
+  // step, the gradients' reduction a node of it. Model::set_jit_compile changes it after
+  // compile().
   bool jit_compile = false;
 };
 
@@ -228,9 +230,10 @@ class Model : public layers::Layer {
   void build(const Tree& inputs) override;
 
  private:
-  // The compiled steps when compile() asked for jit_compile and the step runs on one
-  // device; nullptr otherwise.
+  // The compiled steps of the calling replica when compile() asked for jit_compile and the
+  // step runs on one device or as a data-parallel replica; nullptr otherwise.
   JitSteps* jit_steps();
+  std::unique_ptr<JitSteps> make_jit_steps(const std::string& name);
   std::vector<Tensor> run_compiled(JitSteps& jit, JitStep& step, const Tree& batch);
   void apply_gradients_node(JitSteps& jit, const std::vector<Tensor>& grads);
   void update_metrics_node(JitStep& compiled, const Tensor& loss, const StepResult& step);
@@ -246,7 +249,8 @@ class Model : public layers::Layer {
   std::shared_ptr<distribution::Distribution> distribution_;
   std::unique_ptr<StepFunctions> steps_;
   const Model* steps_owner_ = nullptr;  // the model steps_ was made for
-  std::unique_ptr<JitSteps> jit_;
+  // Per replica of this worker (one on one device): each replica thread runs its own.
+  std::vector<std::unique_ptr<JitSteps>> jit_;
   const Model* jit_owner_ = nullptr;  // the model jit_'s functions call
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <iostream>
+#include <mutex>
 
 #include "chorus/autograd/tape.h"
 #include "chorus/core/error.h"
@@ -83,22 +84,35 @@ Model::StepResult Model::forward_step(const Tree& x, const Tree& y, const Tensor
 
 JitSteps* Model::jit_steps() {
   if (!compile_options_.jit_compile) return nullptr;
-  if (step::ReplicaContext::current() != nullptr || MeshContext::current() != nullptr) {
-    static std::atomic<bool> warned{false};  // once a process: replicas ask at once
+  if (MeshContext::current() != nullptr) {
+    static std::atomic<bool> warned{false};  // once a process: the mesh's devices ask at once
     if (!warned.exchange(true)) {
-      std::cerr << fmt::format("chorus: warning: {}: jit_compile: steps under a distribution run eagerly for now\n",
+      std::cerr << fmt::format("chorus: warning: {}: jit_compile: steps under ModelParallel run eagerly for now\n",
                                name());
     }
     return nullptr;
   }
-  if (jit_ != nullptr && jit_owner_ == this) return jit_.get();
-  jit_ = std::make_unique<JitSteps>();
-  jit_owner_ = this;
-  JitSteps& jit = *jit_;
+  const step::ReplicaContext* replica = step::ReplicaContext::current();
+  const auto r = static_cast<size_t>(replica != nullptr ? replica->replica_id() : 0);
+  // Replica threads ask at once; after their first step each finds its own.
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  if (jit_owner_ != this) {
+    jit_.clear();
+    jit_owner_ = this;
+  }
+  if (jit_.size() <= r) jit_.resize(r + 1);
+  if (jit_[r] == nullptr) jit_[r] = make_jit_steps(r == 0 ? name() : fmt::format("{}_replica_{}", name(), r));
+  return jit_[r].get();
+}
+
+std::unique_ptr<JitSteps> Model::make_jit_steps(const std::string& name) {
+  auto steps = std::make_unique<JitSteps>();
+  JitSteps& jit = *steps;
   auto batch_of = [&jit](std::span<const Tensor> leaves) {
     return unpack(jit.batch->unflatten({leaves.begin(), leaves.end()}));
   };
-  jit.train.function = std::make_unique<jit::Function>(name() + "_train_step", [this, &jit, batch_of](auto leaves) {
+  jit.train.function = std::make_unique<jit::Function>(name + "_train_step", [this, &jit, batch_of](auto leaves) {
     auto [x, y, sample_weight] = batch_of(leaves);
     std::vector<Tensor> grads;
     StepResult step;
@@ -108,13 +122,18 @@ JitSteps* Model::jit_steps() {
       step = forward_step(x, y, sample_weight, /*training=*/true);
       loss = scalar_loss(step.loss);
       jit.variables = trainable_weights();
-      grads = tape.gradient(loss, std::vector<Tensor>(jit.variables.begin(), jit.variables.end()));
+      const std::vector<Tensor> sources(jit.variables.begin(), jit.variables.end());
+      // In a replica the reduction's host code streams as nodes of the graph (replicas/).
+      auto* replica = step::ReplicaContext::current();
+      grads = replica != nullptr && !sources.empty()
+                  ? tape.gradient(loss, sources, replica->stream_gradients(jit.variables))
+                  : tape.gradient(loss, sources);
     }
     apply_gradients_node(jit, grads);
     update_metrics_node(jit.train, loss, step);
     return std::vector<Tensor>{loss};
   });
-  jit.test.function = std::make_unique<jit::Function>(name() + "_test_step", [this, &jit, batch_of](auto leaves) {
+  jit.test.function = std::make_unique<jit::Function>(name + "_test_step", [this, &jit, batch_of](auto leaves) {
     auto [x, y, sample_weight] = batch_of(leaves);
     autograd::NoGradGuard no_grad;
     const StepResult step = forward_step(x, y, sample_weight, /*training=*/false);
@@ -122,12 +141,12 @@ JitSteps* Model::jit_steps() {
     update_metrics_node(jit.test, loss, step);
     return std::vector<Tensor>{loss};
   });
-  jit.predict.function = std::make_unique<jit::Function>(name() + "_predict_step", [this, &jit, batch_of](auto leaves) {
+  jit.predict.function = std::make_unique<jit::Function>(name + "_predict_step", [this, &jit, batch_of](auto leaves) {
     autograd::NoGradGuard no_grad;
     jit.predict.y_pred = whole_outputs((*this)(batch_of(leaves).x, /*training=*/false));
     return jit.predict.y_pred.flatten();
   });
-  return jit_.get();
+  return steps;
 }
 
 // The optimizer's update as one host node of the compiled step: it reads the learning

@@ -156,7 +156,7 @@ void GradientReducer::launch_ready(Replica& r, bool finishing) {
 void GradientReducer::ready(int replica, size_t index, const Tensor& gradient) {
   if (sparse(index)) return;
   Replica& r = replicas_[static_cast<size_t>(replica)];
-  const TensorImpl* given = gradient.defined() ? gradient.impl() : nullptr;
+  const void* given = gradient.defined() ? gradient.raw_data() : nullptr;
   if (r.source[index] != nullptr && r.source[index] != given) {
     throw_error("data parallelism: the tape finished the gradient of variable {} with another tensor than the one "
                 "it streamed in row blocks",
@@ -170,7 +170,7 @@ void GradientReducer::ready(int replica, size_t index, const Tensor& gradient) {
 void GradientReducer::rows_ready(int replica, size_t index, const Tensor& gradient, int64_t end) {
   Replica& r = replicas_[static_cast<size_t>(replica)];
   const Slot& slot = slots_[index];
-  r.source[index] = gradient.impl();
+  r.source[index] = gradient.raw_data();
   const auto count = std::upper_bound(slot.row_ends.begin(), slot.row_ends.end(), end) - slot.row_ends.begin();
   pack(r, index, gradient, static_cast<size_t>(count));
   launch_ready(r, /*finishing=*/false);
@@ -184,7 +184,7 @@ std::vector<Tensor> GradientReducer::finish(int replica, std::span<const Tensor>
     if (sparse(i)) continue;
     const auto first = r.packed.begin() + static_cast<std::ptrdiff_t>(slot.first_piece);
     const auto last = first + static_cast<std::ptrdiff_t>(slot.pieces);
-    const TensorImpl* given = grads[i].defined() ? grads[i].impl() : nullptr;
+    const void* given = grads[i].defined() ? grads[i].raw_data() : nullptr;
     if (std::all_of(first, last, [](bool p) { return p; }) && r.source[i] == given) continue;  // streamed by the tape
     for (size_t p = slot.first_piece; p < slot.first_piece + slot.pieces; ++p) {
       if (r.packed[p] && pieces_[p].bucket < r.launched) {

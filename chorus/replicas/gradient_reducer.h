@@ -99,7 +99,9 @@ class GradientReducer {
     std::vector<Tensor> buffers;          // per bucket: a slice of storage
     std::vector<size_t> packed_in;        // pieces packed per bucket
     std::vector<bool> packed;              // per piece
-    std::vector<const TensorImpl*> source;  // per slot: the gradient packed (nullptr: undefined or none yet)
+    // Per slot: the memory of the gradient packed (nullptr: undefined or none yet). Its
+    // address, not its tensor: a compiled step hands each node its own tensor of a value.
+    std::vector<const void*> source;
     std::vector<std::unique_ptr<comm::Work>> work;        // per bucket: the local reduction
     std::vector<std::unique_ptr<comm::Work>> cross_work;  // per bucket: the reduction across workers
     size_t launched = 0;

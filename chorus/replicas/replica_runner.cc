@@ -6,6 +6,8 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/cluster/worker_group.h"
 #include "chorus/core/creation.h"
+#include "chorus/core/trace_observer.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/ops/operators.h"
 #include "chorus/replicas/sparse_exchange.h"
 #include "chorus/step/replica_context.h"
@@ -35,6 +37,7 @@ class ReplicaRunner::Context final : public step::ReplicaContext {
   uint64_t step() const override { return step_id_; }
 
   autograd::GradientStreaming stream_gradients(std::span<const autograd::Variable> variables) override {
+    if (jit::Tracer::current() != nullptr) return traced_streaming(variables);
     begin(variables);
     return reducer_.streaming(replica_id());
   }
@@ -77,6 +80,8 @@ class ReplicaRunner::Context final : public step::ReplicaContext {
   }
 
   void run_once(const std::function<void()>& once) override {
+    // Its results come from replica 0's thread and other workers: nothing a graph replays.
+    note_cannot_trace("a collective across workers inside the step (ReplicaContext::run_once) has no compiled form");
     communicator_->barrier();
     if (replica_id() == 0) {
       try {
@@ -91,6 +96,8 @@ class ReplicaRunner::Context final : public step::ReplicaContext {
   comm::Communicator* workers() const override { return workers_; }
 
   void assign_mean(const autograd::Variable& variable, const Tensor& value) override {
+    // A compiled step would replay without it (BatchNormalization calls it from a host node).
+    note_cannot_trace("ReplicaContext::assign_mean outside a host node has no compiled form");
     assigns_.emplace_back(variable, value);
   }
 
@@ -105,6 +112,24 @@ class ReplicaRunner::Context final : public step::ReplicaContext {
   void begin(std::span<const autograd::Variable> variables) {
     reducer_.begin(replica_id(), variables, scale(), communicator_, workers_);
     begun_ = true;
+  }
+
+  // The streaming of a traced step: the reducer's host code as nodes of the graph, run at
+  // every step where the trace met them — the step's begin (this step's scale), then each
+  // gradient packed and its bucket launched as soon as backward finishes it. Whole
+  // gradients only: row blocks are written inside a kernel the graph does not see.
+  autograd::GradientStreaming traced_streaming(std::span<const autograd::Variable> variables) {
+    jit::launch_host("begin_gradient_reduction", {}, {},
+                     [this, all = std::vector<autograd::Variable>(variables.begin(), variables.end())](auto, auto) {
+                       begin(all);
+                     });
+    return {.ready = [this](size_t index, const Tensor& gradient) {
+              const std::span<const Tensor> in = gradient.defined() ? std::span(&gradient, 1) : std::span<const Tensor>();
+              jit::launch_host("reduce_gradient", in, {}, [this, index](auto in, auto) {
+                reducer_.ready(replica_id(), index, in.empty() ? Tensor() : in[0]);
+              });
+            },
+            .takes_slices = [this](size_t index) { return reducer_.sparse(index); }};
   }
 
   // On replica 0: every replica's rows of each table left out of the reduction, in

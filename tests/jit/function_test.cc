@@ -88,6 +88,7 @@ TEST(JitFunctionTest, ARunAllocatesNothingButItsResults) {
     void allocated(const Storage&) override { ++count; }
     void made_constant(const Tensor&) override {}
     void read_on_host(const Tensor&, const char*) override {}
+    void cannot_trace(const char*) override {}
   };
   Mlp mlp;
   jit::Function f("mlp", [&](std::span<const Tensor> x) { return mlp(x); });

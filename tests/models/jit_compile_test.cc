@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "chorus/chorus.h"
+#include "chorus/io/atomic_file.h"
 #include "chorus/models/compare_weights.h"
 #include "tests/models/model_test_util.h"
 #include "tests/testing/temp_dir.h"
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 class JitCompileTest : public testing::TempDirTest {
  protected:
   // What the MLP has between its first two Dense layers.
-  enum class Middle { kNothing, kDropout, kConcatenate };
+  enum class Middle { kNothing, kDropout, kConcatenate, kBatchNormalization };
 
   // A small MLP from the same initial weights each time, trained for two epochs of 19
   // steps: 18 batches of 16 and a last one of 12 (a second signature).
@@ -32,6 +33,7 @@ class JitCompileTest : public testing::TempDirTest {
     Tensor x = layers::Input({4});
     Tensor h = layers::Dense(16, {.activation = "relu"})(x);
     if (middle == Middle::kDropout) h = layers::Dropout(0.5)(h);
+    if (middle == Middle::kBatchNormalization) h = layers::BatchNormalization()(h);
     if (middle == Middle::kConcatenate) h = layers::Concatenate({.axis = 1})(Tree::list({h, h})).tensor();
     h = layers::Dense(16, {.activation = "gelu"})(h);
     auto model = std::make_unique<Model>(x, layers::Dense(3)(h));
@@ -85,18 +87,90 @@ TEST_F(JitCompileTest, DropoutDrawsEachStepsMaskAsTheEagerStepDoes) {
   EXPECT_EQ(max_relative_difference(compiled->weights(), eager->weights()), 0.0);
 }
 
-// Distributed steps are not compiled yet: they run eagerly, trained as without jit, and
-// say so once.
-TEST_F(JitCompileTest, StepsUnderADistributionRunEagerlyAndSaySo) {
+// BatchNormalization's moving statistics are a host node of the compiled step, assigned at
+// every run: the step compiles (no warning) and trains them to the eager values.
+TEST_F(JitCompileTest, BatchNormalizationsStatisticsFollowEveryCompiledStep) {
+  History eager_history, jit_history;
+  auto eager = trained(false, "adam", &eager_history, Middle::kBatchNormalization);
+  ::testing::internal::CaptureStderr();
+  auto compiled = trained(true, "adam", &jit_history, Middle::kBatchNormalization);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(jit_history.history.at("loss"), eager_history.history.at("loss"));
+  EXPECT_EQ(max_relative_difference(compiled->weights(), eager->weights()), 0.0);
+}
+
+// Data parallelism on 2 replicas: each runs a compiled step of its own, the gradients'
+// reduction streaming from nodes of it, and trains to the eager weights bit for bit —
+// Dropout's masks, BatchNormalization's averaged statistics and an uneven last batch
+// (replica 0 keeps its slice's shape but weighs 8 rows of 15, not of 16) included.
+TEST_F(JitCompileTest, DataParallelReplicasTrainEvaluateAndPredictAsTheEagerOnes) {
+  std::unique_ptr<Model> models[2];
   History histories[2];
-  std::string warnings, name;
+  Logs evaluations[2];
+  Tensor predictions[2];
+  std::string warnings;
+  const testing::Blobs data = testing::separable_blobs(159, 3);  // 9 batches of 16, one of 15
   for (bool jit : {false, true}) {
     layers::Layer::reset_names();
     layers::set_random_seed(7);
     distribution::set_distribution(
         std::make_shared<distribution::DataParallel>(std::vector<Device>{Device::cpu(0), Device::cpu(1)}));
     Tensor x = layers::Input({4});
-    auto model = std::make_unique<Model>(x, layers::Dense(3)(layers::Dense(16, {.activation = "relu"})(x)));
+    Tensor h = layers::BatchNormalization()(layers::Dense(16, {.activation = "relu"})(x));
+    h = layers::Dense(16, {.activation = "gelu"})(layers::Dropout(0.3)(h));
+    auto& model = models[jit] = std::make_unique<Model>(x, layers::Dense(3)(h));
+    model->compile({.optimizer = "adam",
+                    .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                    .metrics = {"accuracy"},
+                    .jit_compile = jit});
+    distribution::set_distribution(nullptr);
+    if (jit) ::setenv("CHORUS_JIT_DUMP", dir().c_str(), 1);
+    ::testing::internal::CaptureStderr();
+    histories[jit] = model->fit(data.x, data.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
+    evaluations[jit] = model->evaluate(data.x, data.y, {.batch_size = 16, .verbose = 0});
+    predictions[jit] = model->predict(data.x, {.batch_size = 16}).tensor();
+    warnings += ::testing::internal::GetCapturedStderr();
+    ::unsetenv("CHORUS_JIT_DUMP");
+  }
+  EXPECT_EQ(warnings, "");
+  EXPECT_EQ(histories[1].history.at("loss"), histories[0].history.at("loss"));
+  EXPECT_EQ(histories[1].history.at("accuracy"), histories[0].history.at("accuracy"));
+  EXPECT_EQ(max_relative_difference(models[1]->weights(), models[0]->weights()), 0.0);
+  EXPECT_EQ(std::vector<Logs::Entry>(evaluations[1].begin(), evaluations[1].end()),
+            std::vector<Logs::Entry>(evaluations[0].begin(), evaluations[0].end()));
+  EXPECT_TRUE(testing::same_bits(predictions[1], predictions[0]));
+  // Both replicas compiled their steps (slices of 8, then 8 and 7), the reduction inside.
+  const std::string name = models[1]->name();
+  for (const std::string step : {"_train_step", "_replica_1_train_step"}) {
+    const fs::path graph = dir_ / (name + step + ".1.after.txt");
+    ASSERT_TRUE(fs::exists(graph)) << graph;
+    const std::string text = io::read_file(graph);
+    for (const char* node : {"begin_gradient_reduction", "reduce_gradient", "apply_gradients",
+                             "update_moving_statistics", "dropout_mask"}) {
+      EXPECT_NE(text.find(node), std::string::npos) << step << " has no " << node;
+    }
+  }
+  EXPECT_EQ(dumped("_replica_1_train_step.2.after.txt"), 1);
+  EXPECT_EQ(dumped("_replica_1_test_step.1.after.txt"), 1);
+  EXPECT_EQ(dumped("_replica_1_predict_step.1.after.txt"), 1);
+}
+
+// ModelParallel's steps are not compiled yet: they run eagerly, train as without jit, and
+// say so once.
+TEST_F(JitCompileTest, StepsUnderModelParallelRunEagerlyAndSaySo) {
+  History histories[2];
+  std::string warnings, name;
+  for (bool jit : {false, true}) {
+    layers::Layer::reset_names();
+    layers::set_random_seed(7);
+    distribution::LayoutMap layout_map(
+        distribution::DeviceMesh({1, 2}, {"batch", "model"}, {Device::cpu(0), Device::cpu(1)}));
+    layout_map["hidden/kernel"] = {std::nullopt, "model"};
+    distribution::set_distribution(std::make_shared<distribution::ModelParallel>(
+        layout_map, distribution::ModelParallelOptions{.batch_dim_name = "batch"}));
+    Tensor x = layers::Input({4});
+    auto model = std::make_unique<Model>(
+        x, layers::Dense(3)(layers::Dense(16, {.activation = "relu", .name = "hidden"})(x)));
     model->compile({.optimizer = "adam",
                     .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
                     .jit_compile = jit});
@@ -107,7 +181,7 @@ TEST_F(JitCompileTest, StepsUnderADistributionRunEagerlyAndSaySo) {
     histories[jit] = model->fit(data.x, data.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
     warnings += ::testing::internal::GetCapturedStderr();
   }
-  EXPECT_EQ(warnings, "chorus: warning: " + name + ": jit_compile: steps under a distribution run eagerly for now\n");
+  EXPECT_EQ(warnings, "chorus: warning: " + name + ": jit_compile: steps under ModelParallel run eagerly for now\n");
   EXPECT_EQ(histories[1].history.at("loss"), histories[0].history.at("loss"));
 }
 
