@@ -163,29 +163,34 @@ TEST(RetrievalTutorialTest, FiftyEpochsReachTheTutorialsValidationLoss) {
 
 // --jit-compile (RunOptions::jit_compile): the training step compiles (its tables'
 // gradients dense, which Adagrad applies as it does the sparse rows) and trains to the
-// eager losses bit for bit; retrieval's predict step (top_k) runs eagerly, saying so.
+// eager losses bit for bit, on 1 device and on 2 (each replica its own compiled step);
+// retrieval's predict step (top_k) runs eagerly, saying so.
 TEST(RetrievalTutorialTest, CompiledStepsTrainToTheEagerLosses) {
   auto dir = testing::shared_data_dir("ml-100k");
   if (!dir) GTEST_SKIP() << testing::shared_data_missing("ml-100k");
   backend::cpu::set_intra_op_threads(1);
-  RetrievalTutorialOptions options{.data_dir = *dir, .epochs = 2, .verbose = 0, .sample_users = {793}};
-  layers::Layer::reset_names();
-  const RetrievalTutorialResult eager = run_retrieval_tutorial(options);
-  layers::Layer::reset_names();  // the dumps' names: "retrieval_model" again
-  options.run.jit_compile = true;
-  const std::filesystem::path dump =
-      std::filesystem::temp_directory_path() / ("retrieval-jit-" + std::to_string(::getpid()));
-  ::setenv("CHORUS_JIT_DUMP", dump.c_str(), 1);
-  ::testing::internal::CaptureStderr();
-  const RetrievalTutorialResult compiled = run_retrieval_tutorial(options);
-  const std::string warnings = ::testing::internal::GetCapturedStderr();
-  ::unsetenv("CHORUS_JIT_DUMP");
-  EXPECT_TRUE(std::filesystem::exists(dump / "retrieval_model_train_step.1.after.txt"));
-  std::filesystem::remove_all(dump);
-  EXPECT_EQ(compiled.history.history.at("loss"), eager.history.history.at("loss"));
-  EXPECT_EQ(compiled.recommendations.at(0).titles, eager.recommendations.at(0).titles);
-  EXPECT_EQ(warnings.find("'retrieval_model_train_step' runs eagerly"), std::string::npos) << warnings;
-  EXPECT_NE(warnings.find("'retrieval_model_predict_step' runs eagerly"), std::string::npos) << warnings;
+  for (int devices : {1, 2}) {
+    RetrievalTutorialOptions options{.data_dir = *dir, .epochs = 2, .verbose = 0, .sample_users = {793}};
+    options.devices = devices;
+    layers::Layer::reset_names();
+    const RetrievalTutorialResult eager = run_retrieval_tutorial(options);
+    layers::Layer::reset_names();  // the dumps' names: "retrieval_model" again
+    options.run.jit_compile = true;
+    const std::filesystem::path dump =
+        std::filesystem::temp_directory_path() / ("retrieval-jit-" + std::to_string(::getpid()));
+    ::setenv("CHORUS_JIT_DUMP", dump.c_str(), 1);
+    ::testing::internal::CaptureStderr();
+    const RetrievalTutorialResult compiled = run_retrieval_tutorial(options);
+    const std::string warnings = ::testing::internal::GetCapturedStderr();
+    ::unsetenv("CHORUS_JIT_DUMP");
+    EXPECT_TRUE(std::filesystem::exists(dump / "retrieval_model_train_step.1.after.txt")) << devices;
+    EXPECT_EQ(std::filesystem::exists(dump / "retrieval_model_replica_1_train_step.1.after.txt"), devices == 2);
+    std::filesystem::remove_all(dump);
+    EXPECT_EQ(compiled.history.history.at("loss"), eager.history.history.at("loss")) << devices;
+    EXPECT_EQ(compiled.recommendations.at(0).titles, eager.recommendations.at(0).titles) << devices;
+    EXPECT_EQ(warnings.find("train_step' runs eagerly"), std::string::npos) << warnings;
+    EXPECT_NE(warnings.find("'retrieval_model_predict_step' runs eagerly"), std::string::npos) << warnings;
+  }
 }
 
 TEST(RetrievalTutorialTest, TablesTooSmallForTheDataAreRefused) {

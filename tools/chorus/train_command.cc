@@ -28,8 +28,8 @@ void add_run_options(CLI::App* recipe, recipes::RunOptions& options) {
                      "Write the trained weights to this safetensors file (a directory of shards where a weight is "
                      "split)");
   recipe->add_flag("--jit-compile", options.jit_compile,
-                   "Run the training, evaluation and prediction steps compiled (Keras's jit_compile) where a step "
-                   "runs on one device");
+                   "Run the training, evaluation and prediction steps compiled (Keras's jit_compile), on one device "
+                   "and on each data-parallel replica");
   recipe->add_option("--profile", options.profile,
                      "Write the profiled training batches to this file as a Chrome trace (Perfetto, chrome://tracing; "
                      "chorus profile summarize FILE)");

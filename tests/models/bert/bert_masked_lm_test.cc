@@ -105,17 +105,25 @@ TEST(BertMaskedLMTest, StepsOnTheWeightedMasksOnlyGiveTheWholeBatchsLossAndAccur
 // needed (14 weighted masks a batch); with padding (13 and 15 masks, computed on 14 and 16
 // rows) the padded products' sums may take another order: on an AVX2-only host oneDNN's
 // kernels gave 7.9e-6 after the twenty steps, and AVX-512 ones the eager bits.
-void expect_compiled_steps_train_as_the_eager_ones(std::initializer_list<size_t> unweighted, double tolerance) {
+// On `devices` > 1 both run under DataParallel, each replica its own compiled step.
+void expect_compiled_steps_train_as_the_eager_ones(std::initializer_list<size_t> unweighted, double tolerance,
+                                                   int devices = 1) {
   auto train = [&](bool jit, History* history) {
     layers::Layer::reset_names();
     layers::set_random_seed(9);
     BertBackboneConfig config = mlm_test_config();
     config.dropout = 0.1;
     auto model = std::make_unique<BertMaskedLM>(config);
+    if (devices > 1) {
+      std::vector<Device> all;
+      for (int d = 0; d < devices; ++d) all.push_back(Device::cpu(d));
+      distribution::set_distribution(std::make_shared<distribution::DataParallel>(all));
+    }
     model->compile({.optimizer = optimizers::AdamW(3e-3),
                     .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
                     .metrics = {metrics::SparseCategoricalAccuracy()},
                     .jit_compile = jit});
+    distribution::set_distribution(nullptr);
     Tree batch = mlm_batch(16, 6);
     std::vector<float> weights(32, 1.0f);
     for (size_t i : unweighted) weights[i] = 0;
@@ -137,6 +145,11 @@ void expect_compiled_steps_train_as_the_eager_ones(std::initializer_list<size_t>
 
 TEST(BertMaskedLMTest, CompiledStepsTrainAsTheEagerOnes) {
   expect_compiled_steps_train_as_the_eager_ones({1, 6, 20, 21}, 1e-6);
+}
+
+// Each replica's half of a batch holds 8 masks, so its rows never need padding.
+TEST(BertMaskedLMTest, CompiledStepsOfTwoReplicasTrainAsTheEagerOnes) {
+  expect_compiled_steps_train_as_the_eager_ones({1, 6, 7, 20}, 1e-6, /*devices=*/2);
 }
 
 TEST(BertMaskedLMTest, CompiledStepsWithPaddedMasksTrainAsTheEagerOnes) {

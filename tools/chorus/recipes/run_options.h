@@ -29,7 +29,8 @@ struct RunOptions {
   std::string profile;
   int64_t profile_first = 10;
   int64_t profile_last = 20;
-  // Keras's model.jit_compile = True: compiled steps (where the step runs on one device).
+  // Keras's model.jit_compile = True: compiled steps (on one device and each data-parallel
+  // replica).
   bool jit_compile = false;
 };
 
