@@ -23,13 +23,14 @@ std::string value_list(std::span<const int> values) {
 }
 
 void node_text(const Graph& graph, const Node& node, const std::string& indent, std::string& out) {
+  const std::string layer = node.layer.empty() ? "" : "  # " + node.layer;
   if (node.outputs.empty()) {  // a host node with effects only
-    out += fmt::format("{}{}({})\n", indent, node.op, value_list(node.inputs));
+    out += fmt::format("{}{}({}){}\n", indent, node.op, value_list(node.inputs), layer);
     return;
   }
   const Value& first = graph.values[node.outputs.front()];
-  out += fmt::format("{}{} = {}({})  {} {}\n", indent, value_list(node.outputs), node.op, value_list(node.inputs),
-                     first.shape.to_string(), dtype_name(first.dtype));
+  out += fmt::format("{}{} = {}({})  {} {}{}\n", indent, value_list(node.outputs), node.op, value_list(node.inputs),
+                     first.shape.to_string(), dtype_name(first.dtype), layer);
   for (const Node& member : node.members) node_text(graph, member, indent + "  | ", out);
 }
 

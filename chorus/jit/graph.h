@@ -53,6 +53,7 @@ enum class NodeKind : uint8_t {
 
 struct Node {
   std::string op;  // the op that launched it ("add", "matmul"), or "fused" with members
+  std::string layer;  // the path of the innermost layer whose call launched it, or empty
   NodeKind kind = NodeKind::kKernel;
   backend::cpu::UnaryOp unary{};
   backend::cpu::BinaryOp binary{};
@@ -73,7 +74,7 @@ struct Graph {
   std::vector<int> arguments;  // the value of each argument
   std::vector<int> results;    // the value of each result
 
-  // One line per node ("%7 = add(%3, %5)  (64, 32) float32"), then the results.
+  // One line per node ("%7 = add(%3, %5)  (64, 32) float32  # dense_1"), then the results.
   std::string to_text() const;
   // The same graph for Graphviz (`dot -Tsvg`).
   std::string to_dot() const;

@@ -31,7 +31,8 @@ Tracer::Tracer(std::string name, std::span<const Tensor> arguments) : scope_(thi
 Tracer::~Tracer() = default;
 
 void Tracer::fail(std::string reason) {
-  if (failure_.empty()) failure_ = std::move(reason);
+  if (!failure_.empty()) return;
+  failure_ = layers_.empty() ? std::move(reason) : fmt::format("in layer '{}': {}", layers_.back(), reason);
 }
 
 int Tracer::add_buffer(BufferKind kind, const TensorImpl& impl) {
@@ -61,9 +62,10 @@ int Tracer::input_value(const Tensor& tensor, const std::string& op, size_t posi
   }
   const TensorImpl& impl = *tensor.impl();
   const Storage* storage = impl.storage.get();
-  if (made_here_.contains(storage)) {
-    fail(fmt::format("'{}' reads input {} ({} {}), which no traced kernel wrote: an op with no compiled form made it",
-                     op, position, tensor.shape().to_string(), dtype_name(tensor.dtype())));
+  if (auto made = made_here_.find(storage); made != made_here_.end()) {
+    fail(fmt::format("'{}' reads input {} ({} {}), which no traced kernel wrote: an op with no compiled form made it{}",
+                     op, position, tensor.shape().to_string(), dtype_name(tensor.dtype()),
+                     made->second.empty() ? "" : fmt::format(" in layer '{}'", made->second)));
     return -1;
   }
   auto it = buffer_of_.find(storage);
@@ -91,6 +93,7 @@ int Tracer::output_value(const Tensor& tensor, const std::string& op) {
 
 void Tracer::record(Node node, std::span<const Tensor> inputs, std::span<const Tensor> outputs) {
   if (!failure_.empty()) return;
+  if (!layers_.empty()) node.layer = layers_.back();
   for (size_t i = 0; i < inputs.size(); ++i) node.inputs.push_back(input_value(inputs[i], node.op, i));
   for (const Tensor& out : outputs) node.outputs.push_back(output_value(out, node.op));
   if (failure_.empty()) graph_.nodes.push_back(std::move(node));
@@ -104,7 +107,7 @@ Graph Tracer::finish(std::span<const Tensor> results) {
 
 void Tracer::allocated(const Storage& storage) {
   buffer_of_.erase(&storage);  // a freed intermediate's address, reused
-  made_here_.insert(&storage);
+  made_here_[&storage] = layers_.empty() ? std::string() : layers_.back();
 }
 
 void Tracer::made_constant(const Tensor& tensor) {

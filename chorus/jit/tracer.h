@@ -10,7 +10,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 #include "chorus/core/trace_observer.h"
 #include "chorus/jit/graph.h"
@@ -36,7 +36,8 @@ class Tracer final : public TraceObserver {
   // `inputs` writing `outputs`.
   void record(Node node, std::span<const Tensor> inputs, std::span<const Tensor> outputs);
 
-  // The first reason this call cannot be one static graph, or empty.
+  // The first reason this call cannot be one static graph, or empty; it names the layer
+  // being called when it happened.
   const std::string& failure() const { return failure_; }
   // The graph of the call that returned `results`. Throws ValueError naming failure() when
   // there is one (or a result no kernel wrote).
@@ -46,6 +47,10 @@ class Tracer final : public TraceObserver {
   void made_constant(const Tensor& tensor) override;
   void read_on_host(const Tensor& tensor, const char* how) override;
   void cannot_trace(const char* why) override { fail(why); }
+
+  // The layers being called, innermost last (TracedLayer): a node records the innermost.
+  void enter_layer(std::string path) { layers_.push_back(std::move(path)); }
+  void exit_layer() { layers_.pop_back(); }
 
  private:
   int input_value(const Tensor& tensor, const std::string& op, size_t position);
@@ -57,10 +62,29 @@ class Tracer final : public TraceObserver {
   Graph graph_;
   TraceObserverScope scope_;
   std::unordered_map<const Storage*, int> buffer_of_;  // storages the graph knows
-  std::unordered_set<const Storage*> made_here_;       // allocated during the trace, not yet known
+  // Allocated during the trace, not yet known: the layer being called then (or empty).
+  std::unordered_map<const Storage*, std::string> made_here_;
   std::unordered_map<int, size_t> bases_;              // buffer: its byte offset in its storage
   std::unordered_map<std::string, int> value_of_;      // "buffer:offset:shape:dtype": the value
   std::string failure_;
+  std::vector<std::string> layers_;
+};
+
+// While alive, the calling thread's trace (if any) attributes the nodes it records, and
+// its failure, to the layer at `path` (Layer::operator()). Nothing when no trace runs.
+class [[nodiscard]] TracedLayer {
+ public:
+  explicit TracedLayer(const std::string& path) : tracer_(Tracer::current()) {
+    if (tracer_ != nullptr) [[unlikely]] tracer_->enter_layer(path);
+  }
+  ~TracedLayer() {
+    if (tracer_ != nullptr) [[unlikely]] tracer_->exit_layer();
+  }
+  TracedLayer(const TracedLayer&) = delete;
+  TracedLayer& operator=(const TracedLayer&) = delete;
+
+ private:
+  Tracer* tracer_;
 };
 
 // Runs `kernel(inputs, outputs)` and records it when the calling thread traces. `kernel`

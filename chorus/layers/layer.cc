@@ -10,6 +10,7 @@
 #include "chorus/autograd/tape.h"
 #include "chorus/core/error.h"
 #include "chorus/core/sharding.h"
+#include "chorus/jit/tracer.h"
 #include "chorus/layers/node.h"
 #include "chorus/layers/weight_budget.h"
 #include "chorus/ops/elementwise.h"
@@ -130,6 +131,7 @@ void Layer::build_from(const Tree& inputs) { maybe_build(inputs); }
 Tree Layer::operator()(const Tree& inputs, bool training) & {
   if (is_symbolic(inputs)) return call_symbolic(inputs, nullptr);
   profiler::Scope event("layer", path(), class_name_);
+  const jit::TracedLayer traced(path());
   maybe_build(inputs);
   if (!input_spec_.empty()) assert_input_compatibility(input_spec_, inputs, name_);
   Tree outputs = call_autocast(inputs, training);

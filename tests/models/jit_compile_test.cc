@@ -149,6 +149,11 @@ TEST_F(JitCompileTest, DataParallelReplicasTrainEvaluateAndPredictAsTheEagerOnes
                              "update_moving_statistics", "dropout_mask"}) {
       EXPECT_NE(text.find(node), std::string::npos) << step << " has no " << node;
     }
+    // Each node launched inside a layer's call names the layer (CHORUS_JIT_DUMP's text).
+    const size_t line = text.find("update_moving_statistics(");
+    ASSERT_NE(line, std::string::npos);
+    EXPECT_EQ(text.substr(line, text.find('\n', line) - line).ends_with("  # batch_normalization"), true)
+        << text.substr(line, text.find('\n', line) - line);
   }
   EXPECT_EQ(dumped("_replica_1_train_step.2.after.txt"), 1);
   EXPECT_EQ(dumped("_replica_1_test_step.1.after.txt"), 1);
@@ -191,7 +196,12 @@ TEST_F(JitCompileTest, AStepThatCannotBeOneGraphRunsEagerlyWithAWarning) {
   ::testing::internal::CaptureStderr();
   trained(true, "adam", &jit_history, Middle::kConcatenate);
   const std::string warnings = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(warnings.find("runs eagerly for these argument shapes: "), std::string::npos) << warnings;
+  // Named with the layers: where the trace failed, and where the op with no compiled form ran.
+  EXPECT_NE(warnings.find("runs eagerly for these argument shapes: in layer 'dense_1': 'matmul' reads input 0 ((16, "
+                          "32) float32), which no traced kernel wrote: an op with no compiled form made it in layer "
+                          "'concatenate'\n"),
+            std::string::npos)
+      << warnings;
   EXPECT_EQ(jit_history.history.at("loss"), eager_history.history.at("loss"));
 }
 
