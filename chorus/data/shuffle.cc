@@ -87,6 +87,15 @@ class ShuffleIterator final : public IteratorImpl {
     return out;
   }
 
+  // A shuffle whose buffer holds its whole input, packed (small elements of one layout: a
+  // record of scalars), draws batches straight into stacked rows — the same draws, in the
+  // same order, as next() one at a time, without a tree per element.
+  std::optional<Tree> next_rows(int64_t n) override {
+    if (!filled_) fill();
+    if (!input_done_ || !buffer_.packed()) return std::nullopt;
+    return buffer_.take_rows(n, [this](int64_t size) { return draw(key_, emitted_++, size); });
+  }
+
   // From the start of a pass over an input of known size, skipping is a restore.
   int64_t advance(int64_t n) override {
     const int64_t size = ds_->input().cardinality();
@@ -135,7 +144,18 @@ class ShuffleIterator final : public IteratorImpl {
 
   void fill() {
     filled_ = true;
-    while (buffer_.size() < ds_->buffer_size()) {
+    // An input that fits in the buffer, read as stacked rows (in-memory arrays): packed in
+    // one pass, and known to have ended.
+    const int64_t size = ds_->input().cardinality();
+    if (size > 0 && size <= ds_->buffer_size()) {
+      if (std::optional<Tree> rows = input_->next_rows(size)) {
+        const int64_t got = rows->flatten()[0].dim(0);
+        buffer_.push_rows(*rows);
+        pulled_ += got;
+        input_done_ = got == size;
+      }
+    }
+    while (!input_done_ && buffer_.size() < ds_->buffer_size()) {
       std::optional<Tree> element = pull();
       if (!element) break;
       buffer_.push_back(std::move(*element));

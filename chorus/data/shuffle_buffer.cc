@@ -91,6 +91,51 @@ void ShuffleBuffer::push_back(Tree element) {
   }
 }
 
+void ShuffleBuffer::push_rows(const Tree& rows) {
+  const std::vector<Tensor> columns = rows.flatten();
+  const int64_t n = columns.empty() ? 0 : columns[0].dim(0);
+  auto row = [&](int64_t r) { return transform_leaves(rows, [r](size_t, const Tensor& c) { return row_view(c, r); }); };
+  if (n == 0) return;
+  push_back(row(0));  // chooses the layout, or finds row 0 fits it
+  if (!packed_) {  // trees: one by one
+    for (int64_t r = 1; r < n; ++r) push_back(row(r));
+    return;
+  }
+  // Every row has row 0's layout (the leaves are stacked), and tensors are contiguous:
+  // each leaf's rows are back to back.
+  const int64_t first = size_;
+  size_ += n - 1;
+  arena_.resize(static_cast<size_t>(size_) * slot_size_);
+  for (size_t k = 0; k < leaves_.size(); ++k) {
+    const auto* in = static_cast<const std::byte*>(columns[k].raw_data()) + leaves_[k].nbytes;
+    for (int64_t r = 1; r < n; ++r, in += leaves_[k].nbytes) {
+      std::memcpy(slot_bytes(first + r - 1) + leaves_[k].offset, in, leaves_[k].nbytes);
+    }
+  }
+}
+
+std::vector<Tensor> ShuffleBuffer::make_columns(int64_t rows) const {
+  std::vector<Tensor> columns;
+  for (const Leaf& leaf : leaves_) {
+    Shape shape{rows};
+    for (int64_t d : leaf.shape.dims()) shape.push_back(d);
+    columns.push_back(Tensor::empty(shape, leaf.dtype));
+  }
+  return columns;
+}
+
+void ShuffleBuffer::copy_slot_to_row(int64_t slot, const std::vector<Tensor>& columns, int64_t row) {
+  const std::byte* in = slot_bytes(slot);
+  for (size_t k = 0; k < leaves_.size(); ++k) {
+    std::memcpy(static_cast<std::byte*>(columns[k].raw_data()) + static_cast<size_t>(row) * leaves_[k].nbytes,
+                in + leaves_[k].offset, leaves_[k].nbytes);
+  }
+}
+
+Tree ShuffleBuffer::stacked(const std::vector<Tensor>& columns) const {
+  return transform_leaves(structure_, [&](size_t k, const Tensor&) { return columns[k]; });
+}
+
 void ShuffleBuffer::resize(int64_t n) {
   size_ = n;
   if (packed_) {

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "chorus/core/tree.h"
@@ -23,9 +25,29 @@ class ShuffleBuffer {
 
   int64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  // Whether the slots are packed bytes (small elements of one layout), not trees.
+  bool packed() const { return packed_; }
 
   // Appends an element as a new last slot.
   void push_back(Tree element);
+  // Appends each row of `rows` (every leaf stacked along a new first axis, as
+  // IteratorImpl::next_rows gives them) as a new last slot, in order.
+  void push_rows(const Tree& rows);
+  // Takes up to `n` elements stacked along a new first axis, one after another as take()
+  // and move_last_to() would: element i is the slot draw(size()) names, whose place the
+  // last slot then takes. nullopt when empty. REQUIRES: packed().
+  template <class Draw>
+  std::optional<Tree> take_rows(int64_t n, Draw&& draw) {
+    if (size_ == 0) return std::nullopt;
+    std::vector<Tensor> columns = make_columns(std::min(n, size_));
+    const int64_t count = columns[0].dim(0);
+    for (int64_t row = 0; row < count; ++row) {
+      const int64_t slot = draw(size_);
+      copy_slot_to_row(slot, columns, row);
+      move_last_to(slot);
+    }
+    return stacked(columns);
+  }
   // Makes `n` slots whose contents are unset until put() (for restoring).
   void resize(int64_t n);
   // Stores `element` in slot `slot`, replacing what was there. REQUIRES: slot < size().
@@ -50,6 +72,11 @@ class ShuffleBuffer {
   bool fits(const Tree& element);
   void pack(int64_t slot, const Tree& element);  // REQUIRES: fits(element) just returned true
   Tree unpack(int64_t slot);
+  // Packed mode: empty stacked leaves of `rows` rows; a slot copied into row `row` of
+  // them; them as a tree of the layout's structure.
+  std::vector<Tensor> make_columns(int64_t rows) const;
+  void copy_slot_to_row(int64_t slot, const std::vector<Tensor>& columns, int64_t row);
+  Tree stacked(const std::vector<Tensor>& columns) const;
   // Turns every slot into a tree, for an element that does not fit the layout.
   void unpack_all();
   std::byte* slot_bytes(int64_t slot) { return arena_.data() + static_cast<size_t>(slot) * slot_size_; }

@@ -169,6 +169,13 @@ class TakeIterator final : public IteratorImpl {
     taken_ += skipped;
     return skipped;
   }
+  std::optional<Tree> next_rows(int64_t n) override {
+    const int64_t want = std::min(n, ds_->count() - taken_);
+    if (want <= 0) return std::nullopt;
+    std::optional<Tree> rows = input_->next_rows(want);
+    if (rows) taken_ += rows->flatten()[0].dim(0);
+    return rows;
+  }
   nlohmann::json position() const override {
     return {{"op", "take"}, {"taken", taken_}, {"input", input_->position()}};
   }
@@ -195,6 +202,10 @@ class SkipIterator final : public IteratorImpl {
   int64_t advance(int64_t n) override {
     skip_pending();
     return input_->advance(n);
+  }
+  std::optional<Tree> next_rows(int64_t n) override {
+    skip_pending();
+    return input_->next_rows(n);
   }
   nlohmann::json position() const override {
     return {{"op", "skip"}, {"remaining", remaining_}, {"input", input_->position()}};

@@ -175,6 +175,35 @@ TEST(DatasetShuffleTest, AnyElementLayoutShufflesTheSame) {
   }
 }
 
+// A shuffle whose buffer holds all of an in-memory array's rows fills from the stacked
+// rows and batches by drawing straight into stacked rows: the same batches, bit for bit,
+// as a pipeline that hands the shuffle one element at a time (a map in between), for
+// take and skip splits and batches that do not divide the data; and a position saved
+// mid-pass resumes exactly.
+TEST(DatasetShuffleTest, WholeArrayShufflesBatchAsElementByElement) {
+  const int64_t n = 1003;
+  Generator gen(5);
+  std::vector<int32_t> labels(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) labels[static_cast<size_t>(i)] = static_cast<int32_t>(i * 7 % 5);
+  const Tree columns{{"label", from_values<int32_t>(labels, Shape{n})},
+                     {"x", uniform(Shape{n, 3}, gen, -1, 1)},
+                     {"id", arange(static_cast<double>(n), kInt64)}};
+  auto pipeline = [&](bool one_at_a_time, int part, int64_t buffer) {
+    Dataset slices = Dataset::from_tensor_slices(columns);
+    if (one_at_a_time) slices = slices.map([](const Tree& e) { return e; });
+    const Dataset shuffled = slices.shuffle(buffer, 42, /*reshuffle_each_iteration=*/false);
+    return part == 0 ? shuffled.take(800).batch(64) : shuffled.skip(800).take(300).batch(64);
+  };
+  for (int64_t buffer : {n, int64_t{5000}}) {
+    for (int part : {0, 1}) {
+      const std::vector<std::string> stacked = testing::fingerprints(pipeline(false, part, buffer));
+      EXPECT_EQ(stacked, testing::fingerprints(pipeline(true, part, buffer))) << buffer << " " << part;
+      EXPECT_EQ(stacked.size(), part == 0 ? 13u : 4u);  // 800 = 12 x 64 + 32; 203 = 3 x 64 + 11
+      testing::expect_restores_exactly([&] { return pipeline(false, part, buffer); }, {0, 1, 3});
+    }
+  }
+}
+
 TEST(DatasetShuffleTest, LargeElementsStayViewsOfTheirSource) {
   Tensor images = zeros({10, 100});
   auto it = Dataset::from_tensor_slices(Tree(images)).shuffle(10, 1).iterator();
