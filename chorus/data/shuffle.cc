@@ -174,6 +174,15 @@ class ShuffleIterator final : public IteratorImpl {
     buffer_.clear();
     buffer_.resize(static_cast<int64_t>(slots.size()));
     int64_t position = 0;
+    // A whole input read as stacked rows (in-memory arrays): the buffered ones packed
+    // from it, without an element each.
+    std::optional<Tree> rows;
+    if (pulled > 0 && pulled == input_size) rows = input_->next_rows(pulled);
+    if (rows) {
+      position = rows->flatten()[0].dim(0);
+      if (position == pulled) buffer_.put_rows(*rows, order);
+      order.clear();  // else the check below names the missing element
+    }
     for (const auto& [index, slot] : order) {
       std::optional<Tree> element;
       if (input_->advance(index - position) == index - position) element = input_->next();

@@ -114,6 +114,23 @@ void ShuffleBuffer::push_rows(const Tree& rows) {
   }
 }
 
+void ShuffleBuffer::put_rows(const Tree& rows, std::span<const std::pair<int64_t, size_t>> placements) {
+  const std::vector<Tensor> columns = rows.flatten();
+  auto row = [&](int64_t r) { return transform_leaves(rows, [r](size_t, const Tensor& c) { return row_view(c, r); }); };
+  for (size_t i = 0; i < placements.size(); ++i) {
+    const auto [r, slot] = placements[i];
+    if (i == 0 || !packed_) {  // the first chooses the layout (or finds it fits)
+      put(static_cast<int64_t>(slot), row(r));
+      continue;
+    }
+    for (size_t k = 0; k < leaves_.size(); ++k) {
+      std::memcpy(slot_bytes(static_cast<int64_t>(slot)) + leaves_[k].offset,
+                  static_cast<const std::byte*>(columns[k].raw_data()) + static_cast<size_t>(r) * leaves_[k].nbytes,
+                  leaves_[k].nbytes);
+    }
+  }
+}
+
 std::vector<Tensor> ShuffleBuffer::make_columns(int64_t rows) const {
   std::vector<Tensor> columns;
   for (const Leaf& leaf : leaves_) {

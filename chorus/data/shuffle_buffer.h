@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "chorus/core/tree.h"
@@ -33,6 +35,9 @@ class ShuffleBuffer {
   // Appends each row of `rows` (every leaf stacked along a new first axis, as
   // IteratorImpl::next_rows gives them) as a new last slot, in order.
   void push_rows(const Tree& rows);
+  // Stores row r of `rows` (stacked as push_rows takes them) in slot s, for each (r, s)
+  // of `placements`. REQUIRES: every s < size().
+  void put_rows(const Tree& rows, std::span<const std::pair<int64_t, size_t>> placements);
   // Takes up to `n` elements stacked along a new first axis, one after another as take()
   // and move_last_to() would: element i is the slot draw(size()) names, whose place the
   // last slot then takes. nullopt when empty. REQUIRES: packed().

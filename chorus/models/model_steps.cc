@@ -87,7 +87,8 @@ JitSteps* Model::jit_steps() {
   if (MeshContext::current() != nullptr) {
     static std::atomic<bool> warned{false};  // once a process: the mesh's devices ask at once
     if (!warned.exchange(true)) {
-      std::cerr << fmt::format("chorus: warning: {}: jit_compile: steps under ModelParallel run eagerly for now\n",
+      std::cerr << fmt::format("chorus: warning: {}: jit_compile: steps on a device mesh (ModelParallel, a sharding "
+                               "DataParallel) run eagerly for now\n",
                                name());
     }
     return nullptr;

@@ -160,7 +160,7 @@ TEST_F(JitCompileTest, DataParallelReplicasTrainEvaluateAndPredictAsTheEagerOnes
   EXPECT_EQ(dumped("_replica_1_predict_step.1.after.txt"), 1);
 }
 
-// ModelParallel's steps are not compiled yet: they run eagerly, train as without jit, and
+// Steps on a device mesh (ModelParallel) are not compiled yet: they run eagerly, train as without jit, and
 // say so once.
 TEST_F(JitCompileTest, StepsUnderModelParallelRunEagerlyAndSaySo) {
   History histories[2];
@@ -186,7 +186,9 @@ TEST_F(JitCompileTest, StepsUnderModelParallelRunEagerlyAndSaySo) {
     histories[jit] = model->fit(data.x, data.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
     warnings += ::testing::internal::GetCapturedStderr();
   }
-  EXPECT_EQ(warnings, "chorus: warning: " + name + ": jit_compile: steps under ModelParallel run eagerly for now\n");
+  EXPECT_EQ(warnings, "chorus: warning: " + name +
+                          ": jit_compile: steps on a device mesh (ModelParallel, a sharding DataParallel) run eagerly "
+                          "for now\n");
   EXPECT_EQ(histories[1].history.at("loss"), histories[0].history.at("loss"));
 }
 
