@@ -3,8 +3,9 @@
 // arena, so a buffer of 100,000 elements is a few MB instead of 100,000 trees of heap
 // nodes; that keeps a full-dataset shuffle in cache. An element that does not fit the
 // layout (or holds a string leaf) turns the buffer into a plain vector of trees. Elements taken from a packed
-// buffer are fresh tensors (views into a shared output chunk), not the input's views.
-// Internal to chorus/data; one thread.
+// buffer are fresh tensors (views into a shared output chunk), not the input's views; a
+// whole in-memory array goes in and comes out as stacked rows (push_rows, put_rows,
+// take_rows), with no tree per element. Internal to chorus/data; one thread.
 #pragma once
 
 #include <cstddef>
