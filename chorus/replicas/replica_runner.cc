@@ -123,13 +123,16 @@ class ReplicaRunner::Context final : public step::ReplicaContext {
                      [this, all = std::vector<autograd::Variable>(variables.begin(), variables.end())](auto, auto) {
                        begin(all);
                      });
-    return {.ready = [this](size_t index, const Tensor& gradient) {
-              const std::span<const Tensor> in = gradient.defined() ? std::span(&gradient, 1) : std::span<const Tensor>();
-              jit::launch_host("reduce_gradient", in, {}, [this, index](auto in, auto) {
-                reducer_.ready(replica_id(), index, in.empty() ? Tensor() : in[0]);
-              });
-            },
-            .takes_slices = [this](size_t index) { return reducer_.sparse(index); }};
+    autograd::GradientStreaming streaming = reducer_.streaming(replica_id());
+    streaming.ready = [this](size_t index, const Tensor& gradient) {
+      const std::span<const Tensor> in = gradient.defined() ? std::span(&gradient, 1) : std::span<const Tensor>();
+      jit::launch_host("reduce_gradient", in, {}, [this, index](auto in, auto) {
+        reducer_.ready(replica_id(), index, in.empty() ? Tensor() : in[0]);
+      });
+    };
+    streaming.row_ends = nullptr;
+    streaming.rows_ready = nullptr;
+    return streaming;
   }
 
   // On replica 0: every replica's rows of each table left out of the reduction, in

@@ -9,6 +9,7 @@
 #include "chorus/chorus.h"
 #include "chorus/io/atomic_file.h"
 #include "chorus/models/compare_weights.h"
+#include "chorus/step/replica_context.h"
 #include "tests/models/model_test_util.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_names.h"
@@ -158,6 +159,48 @@ TEST_F(JitCompileTest, DataParallelReplicasTrainEvaluateAndPredictAsTheEagerOnes
   EXPECT_EQ(dumped("_replica_1_train_step.2.after.txt"), 1);
   EXPECT_EQ(dumped("_replica_1_test_step.1.after.txt"), 1);
   EXPECT_EQ(dumped("_replica_1_predict_step.1.after.txt"), 1);
+}
+
+// A layer that offers its replica a statistic straight from its call, not from a host
+// node: a compiled replay would skip it, so the step refuses to compile and runs eagerly,
+// saying why and where, with the eager values.
+class BatchMean : public layers::Layer {
+ public:
+  BatchMean() : Layer("BatchMean", "batch_mean") {}
+  void build(const Tree& inputs) override {
+    mean = add_weight("mean", Shape{inputs.tensor().dim(1)}, "zeros", /*trainable=*/false);
+  }
+  Tree call(const Tree& inputs, bool) override {
+    if (auto* replica = step::ReplicaContext::current()) replica->assign_mean(mean, ops::mean(inputs.tensor(), {0}));
+    return inputs;
+  }
+  Variable mean;
+};
+
+TEST_F(JitCompileTest, AReplicaAssignOutsideAHostNodeRunsEagerlyNamingIt) {
+  Tensor means[2];
+  std::string warnings;
+  for (bool jit : {false, true}) {
+    layers::Layer::reset_names();
+    layers::set_random_seed(7);
+    distribution::set_distribution(
+        std::make_shared<distribution::DataParallel>(std::vector<Device>{Device::cpu(0), Device::cpu(1)}));
+    Tensor x = layers::Input({4});
+    auto batch_mean = std::make_shared<BatchMean>();
+    auto model = std::make_unique<Model>(x, layers::Dense(3)((*batch_mean)(x)));
+    model->compile({.optimizer = "sgd", .loss = "mse", .jit_compile = jit});
+    distribution::set_distribution(nullptr);
+    const testing::Blobs data = testing::separable_blobs(64, 3);
+    ::testing::internal::CaptureStderr();
+    model->fit(data.x, zeros({64, 3}), {.epochs = 1, .batch_size = 16, .verbose = 0, .shuffle = false});
+    warnings += ::testing::internal::GetCapturedStderr();
+    means[jit] = batch_mean->mean.value();
+  }
+  EXPECT_NE(warnings.find("runs eagerly for these argument shapes: in layer 'batch_mean': ReplicaContext::assign_mean "
+                          "outside a host node has no compiled form"),
+            std::string::npos)
+      << warnings;
+  EXPECT_TRUE(testing::same_bits(means[1], means[0]));
 }
 
 // Steps on a device mesh (ModelParallel) are not compiled yet: they run eagerly, train as without jit, and
